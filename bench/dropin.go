@@ -1,0 +1,498 @@
+package bench
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+)
+
+func init() {
+	Register(Suite{ID: "dropin", Command: "dropin_bench", Title: "Drop-in cost: dlmdb-go vs lmdb-go on plain databases", Order: 10, Run: runDropin})
+}
+
+// dropinSizes are the documented sizes of cmd/dropin_bench.
+type dropinSizes struct {
+	N, ValSize, Gets, Passes, Scans, ScanLen, Commits, DupKeys, Dups, Rounds int
+}
+
+func dropinPreset(c *Config) dropinSizes {
+	return dropinSizes{
+		N:       c.Size(1_000_000, 200_000, 200),
+		ValSize: 100,
+		Gets:    c.Size(2_000_000, 500_000, 200),
+		Passes:  3,
+		Scans:   c.Size(50_000, 10_000, 20),
+		ScanLen: 100,
+		Commits: c.Size(200, 60, 5),
+		DupKeys: c.Size(50_000, 10_000, 20),
+		Dups:    20,
+		Rounds:  c.RoundsOr(9, 9),
+	}
+}
+
+// workload is one row: run measures one round on one engine and returns
+// the per-operation value in unit.
+type workload struct {
+	name, size, unit string
+	run              func(e Engine, side int, round int) (float64, error)
+}
+
+func runDropin(c *Config) (*Table, error) {
+	ours, stock := c.Engines()
+	sz := dropinPreset(c)
+	engines := []Engine{ours, stock}
+	keys := MakeKeys(sz.N + 1)
+	vals := MakeValues(sz.N, sz.ValSize)
+	key := keys.At
+	bulkOpts := Options{MapSize: int64(sz.N)*400 + 64<<20, Flags: NoSync | NoMetaSync}
+
+	// The read workloads share one loaded environment per engine.
+	c.Logf("loading %s entries per engine", Comma(sz.N))
+	loaded := make([]*scratchEnv, len(engines))
+	defer func() {
+		for _, s := range loaded {
+			if s != nil {
+				s.close()
+			}
+		}
+	}()
+	for i, e := range engines {
+		s, err := openScratch(c, e, "dropin-read", bulkOpts)
+		if err != nil {
+			return nil, err
+		}
+		loaded[i] = s
+		if err := loadSeq(s, "", sz.N, 50_000, key, vals.At); err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		if err := s.Sync(); err != nil {
+			return nil, err
+		}
+		if err := verifyContents(s, "", sz.N, 97, key, sz.ValSize); err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name(), err)
+		}
+	}
+
+	seqOrder := make([]int32, sz.N)
+	for i := range seqOrder {
+		seqOrder[i] = int32(i)
+	}
+	randOrder := Perm(sz.N, 20261129)
+	getOrder := Perm(sz.N, 7)
+	var getSum uint64
+	for i := 0; i < sz.Gets; i++ {
+		getSum = getSum*31 + Tag(int(getOrder[i%sz.N]))
+	}
+	var scanSum uint64
+	for i := 0; i < sz.N; i++ {
+		scanSum = scanSum*31 + Tag(i)
+	}
+	maxStart := sz.N - sz.ScanLen - 1
+	if maxStart < 1 {
+		return nil, fmt.Errorf("dropin: %d entries are too few for %d-entry range scans", sz.N, sz.ScanLen)
+	}
+	scanStarts := make([]int, sz.Scans)
+	for i := range scanStarts {
+		scanStarts[i] = int(mix(uint64(i)+99) % uint64(maxStart))
+	}
+	var rangeSum uint64
+	for _, st := range scanStarts {
+		for j := st; j <= st+sz.ScanLen; j++ {
+			rangeSum = rangeSum*31 + Tag(j)
+		}
+	}
+
+	// putRound loads all entries in the given order into a fresh environment
+	// within one write transaction and times puts plus commit.
+	putRound := func(e Engine, order []int32) (float64, error) {
+		s, err := openScratch(c, e, "dropin-put", bulkOpts)
+		if err != nil {
+			return 0, err
+		}
+		defer s.close()
+		t0 := time.Now()
+		txn, err := s.Begin(false)
+		if err != nil {
+			return 0, err
+		}
+		db, err := txn.OpenDB("", 0)
+		if err != nil {
+			txn.Abort()
+			return 0, err
+		}
+		for _, i := range order {
+			if err := txn.Put(db, keys.At(int(i)), vals.At(int(i))); err != nil {
+				txn.Abort()
+				return 0, fmt.Errorf("put %d: %w", i, err)
+			}
+		}
+		if err := txn.Commit(); err != nil {
+			return 0, err
+		}
+		el := time.Since(t0)
+		if err := verifyContents(s, "", sz.N, 13, key, sz.ValSize); err != nil {
+			return 0, err
+		}
+		return nsPer(el, len(order)), nil
+	}
+
+	// delRound loads all entries into a fresh environment (untimed), then
+	// times deleting every other key of randOrder in one write transaction.
+	delRound := func(e Engine) (float64, error) {
+		s, err := openScratch(c, e, "dropin-del", bulkOpts)
+		if err != nil {
+			return 0, err
+		}
+		defer s.close()
+		if err := loadSeq(s, "", sz.N, 50_000, key, vals.At); err != nil {
+			return 0, err
+		}
+		t0 := time.Now()
+		txn, err := s.Begin(false)
+		if err != nil {
+			return 0, err
+		}
+		db, err := txn.OpenDB("", 0)
+		if err != nil {
+			txn.Abort()
+			return 0, err
+		}
+		ndel := 0
+		for j := 0; j < len(randOrder); j += 2 {
+			if err := txn.Del(db, keys.At(int(randOrder[j]))); err != nil {
+				txn.Abort()
+				return 0, fmt.Errorf("del %d: %w", randOrder[j], err)
+			}
+			ndel++
+		}
+		if err := txn.Commit(); err != nil {
+			return 0, err
+		}
+		el := time.Since(t0)
+		// Verify: the count, every deleted key gone, every kept key intact.
+		rt, err := s.Begin(true)
+		if err != nil {
+			return 0, err
+		}
+		defer rt.Abort()
+		if db, err = rt.OpenDB("", 0); err != nil {
+			return 0, err
+		}
+		if got, err := rt.Entries(db); err != nil || got != uint64(sz.N-ndel) {
+			return 0, fmt.Errorf("after deletes: %d entries (err %v), want %d", got, err, sz.N-ndel)
+		}
+		scratch := make([]byte, sz.ValSize)
+		for j, i := range randOrder {
+			v, err := rt.Get(db, keys.At(int(i)))
+			if j%2 == 0 {
+				if !errors.Is(err, ErrNotFound) {
+					return 0, fmt.Errorf("deleted key %d: err=%v, want not found", i, err)
+				}
+			} else if err != nil {
+				return 0, fmt.Errorf("kept key %d: %w", i, err)
+			} else if err := checkValue(v, int(i), sz.ValSize, scratch); err != nil {
+				return 0, err
+			}
+		}
+		return nsPer(el, ndel), nil
+	}
+
+	getRound := func(side int, raw bool) (float64, error) {
+		txn, err := loaded[side].Begin(true)
+		if err != nil {
+			return 0, err
+		}
+		defer txn.Abort()
+		txn.SetRawRead(raw)
+		db, err := txn.OpenDB("", 0)
+		if err != nil {
+			return 0, err
+		}
+		var sum uint64
+		t0 := time.Now()
+		for i := 0; i < sz.Gets; i++ {
+			v, err := txn.Get(db, keys.At(int(getOrder[i%sz.N])))
+			if err != nil {
+				return 0, fmt.Errorf("get: %w", err)
+			}
+			sum = sum*31 + ValueTag(v)
+		}
+		el := time.Since(t0)
+		if sum != getSum {
+			return 0, fmt.Errorf("random get checksum %x, want %x", sum, getSum)
+		}
+		return nsPer(el, sz.Gets), nil
+	}
+
+	scanRound := func(side int) (float64, error) {
+		txn, err := loaded[side].Begin(true)
+		if err != nil {
+			return 0, err
+		}
+		defer txn.Abort()
+		txn.SetRawRead(true)
+		db, err := txn.OpenDB("", 0)
+		if err != nil {
+			return 0, err
+		}
+		cur, err := txn.Cursor(db)
+		if err != nil {
+			return 0, err
+		}
+		defer cur.Close()
+		var el time.Duration
+		for pass := 0; pass < sz.Passes; pass++ {
+			var sum uint64
+			n := 0
+			t0 := time.Now()
+			_, v, err := cur.First()
+			for err == nil {
+				sum = sum*31 + ValueTag(v)
+				n++
+				_, v, err = cur.Next()
+			}
+			el += time.Since(t0)
+			if !errors.Is(err, ErrNotFound) {
+				return 0, err
+			}
+			if n != sz.N || sum != scanSum {
+				return 0, fmt.Errorf("full scan saw %d entries (checksum %x), want %d (%x)", n, sum, sz.N, scanSum)
+			}
+		}
+		return nsPer(el, sz.N*sz.Passes), nil
+	}
+
+	rangeRound := func(side int) (float64, error) {
+		txn, err := loaded[side].Begin(true)
+		if err != nil {
+			return 0, err
+		}
+		defer txn.Abort()
+		txn.SetRawRead(true)
+		db, err := txn.OpenDB("", 0)
+		if err != nil {
+			return 0, err
+		}
+		cur, err := txn.Cursor(db)
+		if err != nil {
+			return 0, err
+		}
+		defer cur.Close()
+		var sum uint64
+		n := 0
+		t0 := time.Now()
+		for _, st := range scanStarts {
+			_, v, err := cur.Seek(keys.At(st))
+			for j := 0; ; j++ {
+				if err != nil {
+					return 0, fmt.Errorf("range scan from %d, step %d: %w", st, j, err)
+				}
+				sum = sum*31 + ValueTag(v)
+				n++
+				if j == sz.ScanLen {
+					break
+				}
+				_, v, err = cur.Next()
+			}
+		}
+		el := time.Since(t0)
+		if n != sz.Scans*(sz.ScanLen+1) || sum != rangeSum {
+			return 0, fmt.Errorf("range scans saw %d entries (checksum %x), want %d (%x)", n, sum, sz.Scans*(sz.ScanLen+1), rangeSum)
+		}
+		return nsPer(el, sz.Scans) / 1000, nil
+	}
+
+	// Durable commits: one environment per engine with full sync, each round
+	// adds Commits new keys, one write transaction and fsync'ed commit each.
+	durable := make([]*scratchEnv, len(engines))
+	defer func() {
+		for _, s := range durable {
+			if s != nil {
+				s.close()
+			}
+		}
+	}()
+	for i, e := range engines {
+		s, err := openScratch(c, e, "dropin-durable", Options{MapSize: 64 << 20})
+		if err != nil {
+			return nil, err
+		}
+		durable[i] = s
+	}
+	durableRound := func(side, round int) (float64, error) {
+		s := durable[side]
+		lo := round * sz.Commits
+		if lo+sz.Commits > sz.N {
+			return 0, fmt.Errorf("durable: not enough keys for round %d", round)
+		}
+		t0 := time.Now()
+		for i := lo; i < lo+sz.Commits; i++ {
+			txn, err := s.Begin(false)
+			if err != nil {
+				return 0, err
+			}
+			db, err := txn.OpenDB("", 0)
+			if err != nil {
+				txn.Abort()
+				return 0, err
+			}
+			if err := txn.Put(db, keys.At(i), vals.At(i)); err != nil {
+				txn.Abort()
+				return 0, err
+			}
+			if err := txn.Commit(); err != nil {
+				return 0, err
+			}
+		}
+		el := time.Since(t0)
+		if err := verifyContents(s, "", lo+sz.Commits, 1, key, sz.ValSize); err != nil {
+			return 0, err
+		}
+		return nsPer(el, sz.Commits) / 1000, nil
+	}
+
+	// Duplicate iteration: DupKeys keys × Dups sorted 16-byte duplicates in
+	// a DUPSORT database of its own environment per engine. Duplicate j of
+	// key i is big-endian j followed by Tag(i*Dups+j).
+	dupEnvs := make([]*scratchEnv, len(engines))
+	defer func() {
+		for _, s := range dupEnvs {
+			if s != nil {
+				s.close()
+			}
+		}
+	}()
+	dupVal := func(dst []byte, i, j int) []byte {
+		binary.BigEndian.PutUint64(dst[:8], uint64(j))
+		binary.LittleEndian.PutUint64(dst[8:16], Tag(i*sz.Dups+j))
+		return dst[:16]
+	}
+	var dupSum uint64
+	for i := 0; i < sz.DupKeys*sz.Dups; i++ {
+		dupSum = dupSum*31 + Tag(i)
+	}
+	for side, e := range engines {
+		if !c.WantRow(dupRowName) {
+			break
+		}
+		c.Logf("loading %s keys × %d duplicates (%s)", Comma(sz.DupKeys), sz.Dups, e.Name())
+		s, err := openScratch(c, e, "dropin-dups", Options{MapSize: int64(sz.DupKeys*sz.Dups)*100 + 64<<20, MaxDBs: 2, Flags: NoSync | NoMetaSync})
+		if err != nil {
+			return nil, err
+		}
+		dupEnvs[side] = s
+		txn, err := s.Begin(false)
+		if err != nil {
+			return nil, err
+		}
+		db, err := txn.OpenDB("dups", Create|DupSort)
+		if err != nil {
+			txn.Abort()
+			return nil, err
+		}
+		var buf [16]byte
+		for i := 0; i < sz.DupKeys; i++ {
+			for j := 0; j < sz.Dups; j++ {
+				if err := txn.Put(db, keys.At(i), dupVal(buf[:], i, j)); err != nil {
+					txn.Abort()
+					return nil, fmt.Errorf("%s: dup put: %w", e.Name(), err)
+				}
+			}
+		}
+		if err := txn.Commit(); err != nil {
+			return nil, err
+		}
+	}
+	dupRound := func(side int) (float64, error) {
+		txn, err := dupEnvs[side].Begin(true)
+		if err != nil {
+			return 0, err
+		}
+		defer txn.Abort()
+		txn.SetRawRead(true)
+		db, err := txn.OpenDB("dups", DupSort)
+		if err != nil {
+			return 0, err
+		}
+		if got, err := txn.Entries(db); err != nil || got != uint64(sz.DupKeys*sz.Dups) {
+			return 0, fmt.Errorf("dup database holds %d values (err %v), want %d", got, err, sz.DupKeys*sz.Dups)
+		}
+		cur, err := txn.Cursor(db)
+		if err != nil {
+			return 0, err
+		}
+		defer cur.Close()
+		var sum uint64
+		nkeys, nvals := 0, 0
+		t0 := time.Now()
+		_, v, err := cur.First()
+		for err == nil {
+			nkeys++
+			for err == nil {
+				if len(v) == 16 {
+					sum = sum*31 + binary.LittleEndian.Uint64(v[8:])
+				}
+				nvals++
+				_, v, err = cur.NextDup()
+			}
+			if !errors.Is(err, ErrNotFound) {
+				return 0, err
+			}
+			_, v, err = cur.NextNoDup()
+		}
+		el := time.Since(t0)
+		if !errors.Is(err, ErrNotFound) {
+			return 0, err
+		}
+		if nkeys != sz.DupKeys || nvals != sz.DupKeys*sz.Dups || sum != dupSum {
+			return 0, fmt.Errorf("dup iteration saw %d keys / %d values (checksum %x), want %d / %d (%x)",
+				nkeys, nvals, sum, sz.DupKeys, sz.DupKeys*sz.Dups, dupSum)
+		}
+		return nsPer(el, nvals), nil
+	}
+
+	kv := fmt.Sprintf("%s × (16 B key, %d B value)", Comma(sz.N), sz.ValSize)
+	rows := []workload{
+		{"sequential put, 1 txn + commit (NOSYNC)", kv, "ns/put", func(e Engine, _, _ int) (float64, error) { return putRound(e, seqOrder) }},
+		{"random put, 1 txn + commit (NOSYNC)", kv, "ns/put", func(e Engine, _, _ int) (float64, error) { return putRound(e, randOrder) }},
+		{"random delete of ½ the keys, 1 txn + commit (NOSYNC)", kv, "ns/del", func(e Engine, _, _ int) (float64, error) { return delRound(e) }},
+		{"random get (copying)", fmt.Sprintf("%s gets of %s", Comma(sz.Gets), Comma(sz.N)), "ns/get", func(_ Engine, side, _ int) (float64, error) { return getRound(side, false) }},
+		{"random get (RawRead)", fmt.Sprintf("%s gets of %s", Comma(sz.Gets), Comma(sz.N)), "ns/get", func(_ Engine, side, _ int) (float64, error) { return getRound(side, true) }},
+		{fmt.Sprintf("full scan ×%d, cursor First + Next (RawRead)", sz.Passes), kv, "ns/entry", func(_ Engine, side, _ int) (float64, error) { return scanRound(side) }},
+		{fmt.Sprintf("range scan, Seek + %d Next (RawRead)", sz.ScanLen), fmt.Sprintf("%s scans of %s", Comma(sz.Scans), Comma(sz.N)), "µs/scan", func(_ Engine, side, _ int) (float64, error) { return rangeRound(side) }},
+		{dupRowName, fmt.Sprintf("%s keys × %d dups (16 B)", Comma(sz.DupKeys), sz.Dups), "ns/value", func(_ Engine, side, _ int) (float64, error) { return dupRound(side) }},
+		{"durable put + commit (fsync)", fmt.Sprintf("%s commits/round", Comma(sz.Commits)), "µs/commit", func(_ Engine, side, round int) (float64, error) { return durableRound(side, round) }},
+	}
+	t := &Table{Sides: []string{ours.Name(), stock.Name()}}
+	for _, w := range rows {
+		if !c.WantRow(w.name) {
+			continue
+		}
+		c.Logf("dropin: %s", w.name)
+		sides := make([]Side, len(engines))
+		for i, e := range engines {
+			i, e, w := i, e, w
+			sides[i] = Side{Name: e.Name(), Measure: func(r int) (float64, error) { return w.run(e, i, r) }}
+		}
+		st, err := Alternate(sz.Rounds, sides, func(s string) { c.Logf("  %s", s) })
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", w.name, err)
+		}
+		t.Add(w.name, w.size, w.unit, st...)
+	}
+	t.Notes = []string{
+		fmt.Sprintf("%d alternating rounds per row (the side that starts flips every round); every round verifies its results outside the timer (entry counts, values read back, order-sensitive checksums).", sz.Rounds),
+		"Keys are 16-digit decimal strings; bulk workloads run with NOSYNC|NOMETASYNC, the durable row with full sync. Ratio = ours median / lmdb-go median: < 1 means ours is faster (target ≤ 1.0x).",
+	}
+	return t, nil
+}
+
+const dupRowName = "DUPSORT iteration, NextDup + NextNoDup (RawRead)"
+
+func nsPer(d time.Duration, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(d.Nanoseconds()) / float64(n)
+}

@@ -1,0 +1,327 @@
+/*
+ * check.c - mdb_txn_check: a structural audit of one transaction's view.
+ *
+ * Every tree (free DB, main DB, each named DB found in the main DB) is walked
+ * from its root.  Checked: page kind and header bounds, slot offsets, node
+ * extents, page numbers below the snapshot's next free page, key order inside
+ * a page and against the separator range inherited from the parents, equal
+ * leaf depth, no page reached twice, overflow runs in range, and the stored
+ * per-DB counts (depth, branch/leaf/overflow pages, entries).  Then the free
+ * list (free DB records, plus a write txn's pending lists) must not overlap
+ * the reachable pages nor repeat a page.  Finally every page number below
+ * the snapshot's end must be either reachable, free, or a meta page: an
+ * unaccounted ("leaked") page is reported as corruption, because our engine
+ * never leaks pages, and neither does stock LMDB in committed states.
+ */
+#include "internal.h"
+#include <stdarg.h>
+
+struct audit {
+	MDB_txn *txn;
+	MDB_env *env;
+	uint8_t *state;		/* per page: 0 unseen, 1 reachable, 2 free */
+	pgno_t npages;
+	char *msg;
+	size_t msglen;
+	int failed;
+	/* per-tree tallies */
+	uint64_t branch, leaf, overflow, entries;
+	unsigned leafdepth;
+	MDB_cmp_func *cmp;
+	const char *dbname;
+};
+
+static int fail(struct audit *a, const char *fmt, ...)
+{
+	if (!a->failed && a->msg && a->msglen) {
+		va_list ap;
+		va_start(ap, fmt);
+		int n = snprintf(a->msg, a->msglen, "%s: ", a->dbname ? a->dbname : "?");
+		if (n >= 0 && (size_t)n < a->msglen)
+			vsnprintf(a->msg + n, a->msglen - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	a->failed = 1;
+	return MDB_CORRUPTED;
+}
+
+static int claim(struct audit *a, pgno_t pg, unsigned n, const char *what)
+{
+	if (pg < DL_NMETAS || pg + n > a->npages || pg + n < pg)
+		return fail(a, "%s page %" PRIu64 " (+%u) outside 2..%" PRIu64, what, pg, n, a->npages - 1);
+	for (unsigned i = 0; i < n; i++) {
+		if (a->state[pg + i])
+			return fail(a, "%s page %" PRIu64 " reached twice", what, pg + i);
+		a->state[pg + i] = 1;
+	}
+	return 0;
+}
+
+static int walk(struct audit *a, pgno_t pg, unsigned depth, const MDB_val *lo, const MDB_val *hi)
+{
+	MDB_env *env = a->env;
+	dl_page *p;
+	if (depth > DL_MAX_DEPTH)
+		return fail(a, "tree deeper than %d", DL_MAX_DEPTH);
+	if (pg < DL_NMETAS || pg >= a->npages)
+		return fail(a, "child page %" PRIu64 " out of range", pg);
+	int rc = dlmdb_page_get(a->txn, pg, &p);
+	if (rc)
+		return fail(a, "page %" PRIu64 ": %s", pg, mdb_strerror(rc));
+	if ((rc = claim(a, pg, 1, "tree")))
+		return rc;
+	if (p->p_pgno != pg)
+		return fail(a, "page %" PRIu64 " header says %" PRIu64, pg, p->p_pgno);
+	int branch = dl_pg_is_branch(p), leaf = dl_pg_is_leaf(p);
+	if (branch == leaf || (p->p_flags & (DL_P_OVERFLOW | DL_P_META)))
+		return fail(a, "page %" PRIu64 " has kind flags 0x%x", pg, p->p_flags);
+	if (p->p_lower < DL_PAGEHDR || p->p_lower > p->p_upper || p->p_upper > env->e_psize ||
+	    (p->p_lower & 1))
+		return fail(a, "page %" PRIu64 " bad bounds lower %u upper %u", pg, p->p_lower, p->p_upper);
+	unsigned n = dl_pg_nkeys(p);
+	if (n == 0)
+		return fail(a, "page %" PRIu64 " is empty", pg);
+	if (branch)
+		a->branch++;
+	else
+		a->leaf++;
+	if (leaf && dl_pg_is_leaf2(p))
+		return fail(a, "page %" PRIu64 ": LEAF2 pages outside duplicates", pg);
+	MDB_val prev = {0, NULL};
+	for (unsigned i = 0; i < n; i++) {
+		unsigned off = dl_pg_slot(p, i);
+		if (off < p->p_upper || off + DL_NODEHDR > env->e_psize || (off & 1))
+			return fail(a, "page %" PRIu64 " slot %u offset %u invalid", pg, i, off);
+		dl_node *nd = dl_pg_node(p, i);
+		size_t extent = DL_NODEHDR + nd->n_ksize;
+		if (leaf)
+			extent += (nd->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(nd);
+		if (off + extent > env->e_psize)
+			return fail(a, "page %" PRIu64 " node %u runs past the page end", pg, i);
+		if (nd->n_ksize > DL_MAXKEY || (nd->n_ksize == 0 && (leaf || i > 0)))
+			return fail(a, "page %" PRIu64 " node %u key size %u", pg, i, nd->n_ksize);
+		MDB_val k = {nd->n_ksize, dl_node_key(nd)};
+		int haskey = leaf || i > 0;
+		if (haskey) {
+			if (prev.mv_data && a->cmp(&prev, &k) >= 0)
+				return fail(a, "page %" PRIu64 " keys out of order at %u", pg, i);
+			if (lo && a->cmp(&k, lo) < 0)
+				return fail(a, "page %" PRIu64 " key %u below its separator", pg, i);
+			if (hi && a->cmp(&k, hi) >= 0)
+				return fail(a, "page %" PRIu64 " key %u not below next separator", pg, i);
+			prev = k;
+		}
+		if (branch) {
+			MDB_val clo, chi;
+			const MDB_val *plo = lo, *phi = hi;
+			if (i > 0) {
+				clo = k;
+				plo = &clo;
+			}
+			if (i + 1 < n) {
+				dl_node *nx = dl_pg_node(p, i + 1);
+				chi.mv_size = nx->n_ksize;
+				chi.mv_data = dl_node_key(nx);
+				phi = &chi;
+			}
+			if ((rc = walk(a, dl_node_child(nd), depth + 1, plo, phi)))
+				return rc;
+			continue;
+		}
+		a->entries++;
+		if (nd->n_flags & DL_N_BIG) {
+			pgno_t opg = dl_node_bigpg(nd);
+			dl_page *ov;
+			if (opg < DL_NMETAS || opg >= a->npages)
+				return fail(a, "overflow page %" PRIu64 " out of range", opg);
+			if ((rc = dlmdb_page_get(a->txn, opg, &ov)))
+				return fail(a, "overflow page %" PRIu64 ": %s", opg, mdb_strerror(rc));
+			unsigned cnt = dl_pg_ovcount(ov);
+			if (!(ov->p_flags & DL_P_OVERFLOW) || cnt < dl_ov_pages(env, dl_node_dsize(nd)))
+				return fail(a, "overflow page %" PRIu64 " flags 0x%x count %u too small", opg,
+					ov->p_flags, cnt);
+			if ((rc = claim(a, opg, cnt, "overflow")))
+				return rc;
+			a->overflow += cnt;
+		}
+	}
+	if (leaf) {
+		if (!a->leafdepth)
+			a->leafdepth = depth;
+		else if (a->leafdepth != depth)
+			return fail(a, "leaves at depths %u and %u", a->leafdepth, depth);
+	}
+	return 0;
+}
+
+static int audit_tree(struct audit *a, const dl_dbrec *db, MDB_cmp_func *cmp, const char *name)
+{
+	a->branch = a->leaf = a->overflow = a->entries = 0;
+	a->leafdepth = 0;
+	a->cmp = cmp;
+	a->dbname = name;
+	int rc = 0;
+	if (db->d_root != DL_NO_PAGE) {
+		rc = walk(a, db->d_root, 1, NULL, NULL);
+		if (rc)
+			return rc;
+	}
+	if (a->leafdepth != db->d_depth)
+		return fail(a, "depth %u recorded, %u found", db->d_depth, a->leafdepth);
+	if (a->branch != db->d_branch || a->leaf != db->d_leaf || a->overflow != db->d_overflow)
+		return fail(a, "pages recorded b/l/o %" PRIu64 "/%" PRIu64 "/%" PRIu64
+			", found %" PRIu64 "/%" PRIu64 "/%" PRIu64, db->d_branch, db->d_leaf,
+			db->d_overflow, a->branch, a->leaf, a->overflow);
+	if (a->entries != db->d_entries)
+		return fail(a, "entries recorded %" PRIu64 ", found %" PRIu64, db->d_entries, a->entries);
+	return 0;
+}
+
+static int mark_free(struct audit *a, pgno_t pg, const char *from)
+{
+	if (pg < DL_NMETAS || pg >= a->npages)
+		return fail(a, "%s lists page %" PRIu64 " out of range", from, pg);
+	if (a->state[pg] == 1)
+		return fail(a, "page %" PRIu64 " is both in use and free (%s)", pg, from);
+	if (a->state[pg] == 2)
+		return fail(a, "page %" PRIu64 " listed free twice (%s)", pg, from);
+	a->state[pg] = 2;
+	return 0;
+}
+
+/* The free DB's records, then (write txns) the pending lists. */
+static int audit_free(struct audit *a)
+{
+	MDB_txn *txn = a->txn;
+	int write = !(txn->t_flags & DL_T_RDONLY);
+	MDB_cursor mc;
+	MDB_val k, d;
+	a->dbname = "free list";
+	dlmdb_cursor_setup(&mc, txn, DL_FREE_DBI);
+	int rc;
+	for (rc = mdb_cursor_get(&mc, &k, NULL, MDB_FIRST); rc == 0;
+	     rc = mdb_cursor_get(&mc, &k, NULL, MDB_NEXT)) {
+		dl_page *p = mc.c_pg[mc.c_top];
+		dl_node *nd = dl_pg_node(p, mc.c_ki[mc.c_top]);
+		if (k.mv_size != sizeof(txnid_t))
+			return fail(a, "record key of %zu bytes", k.mv_size);
+		txnid_t id;
+		memcpy(&id, k.mv_data, sizeof id);
+		if ((rc = dlmdb_node_value(txn, nd, &d)))
+			return fail(a, "record %" PRIu64 ": %s", id, mdb_strerror(rc));
+		uint64_t cnt;
+		if (d.mv_size < 8 || (memcpy(&cnt, d.mv_data, 8), (cnt + 1) * 8 > d.mv_size))
+			return fail(a, "record %" PRIu64 " has bad size %zu", id, d.mv_size);
+		if (write && id <= txn->t_last_reclaimed)
+			continue;
+		pgno_t last = ~(pgno_t)0;
+		for (uint64_t i = 0; i < cnt; i++) {
+			pgno_t pg;
+			memcpy(&pg, (char *)d.mv_data + 8 * (i + 1), 8);
+			if (pg >= last)
+				return fail(a, "record %" PRIu64 " not in descending order", id);
+			last = pg;
+			if ((rc = mark_free(a, pg, "free DB")))
+				return rc;
+		}
+	}
+	if (rc && rc != MDB_NOTFOUND)
+		return fail(a, "walking records: %s", mdb_strerror(rc));
+	if (write) {
+		const dl_pgl *lists[3] = {&txn->t_freed, &txn->t_loose, &txn->t_reclaimed};
+		const char *names[3] = {"pending freed", "loose", "reclaimed"};
+		for (int j = 0; j < 3; j++)
+			for (size_t i = 0; i < lists[j]->l_n; i++)
+				if ((rc = mark_free(a, lists[j]->l_v[i], names[j])))
+					return rc;
+	}
+	return 0;
+}
+
+/* Visit each named DB record stored in the main DB. */
+static int audit_named(struct audit *a)
+{
+	MDB_txn *txn = a->txn;
+	MDB_env *env = a->env;
+	MDB_cursor mc;
+	char name[DL_MAXKEY + 1];
+	dlmdb_cursor_setup(&mc, txn, DL_MAIN_DBI);
+	MDB_val k;
+	int rc;
+	for (rc = mdb_cursor_get(&mc, &k, NULL, MDB_FIRST); rc == 0;
+	     rc = mdb_cursor_get(&mc, &k, NULL, MDB_NEXT)) {
+		dl_node *nd = dl_pg_node(mc.c_pg[mc.c_top], mc.c_ki[mc.c_top]);
+		if (!(nd->n_flags & DL_N_TREE))
+			continue;
+		dl_dbrec rec;
+		if (dl_node_dsize(nd) != sizeof rec || (nd->n_flags & DL_N_BIG))
+			return fail(a, "named DB record of %zu bytes", dl_node_dsize(nd));
+		memcpy(&rec, dl_node_data(nd), sizeof rec);
+		memcpy(name, dl_node_key(nd), nd->n_ksize);
+		name[nd->n_ksize] = 0;
+		/* a write txn may hold a newer copy of the record */
+		const dl_dbrec *use = &rec;
+		MDB_cmp_func *cmp = dlmdb_cmp_for(rec.d_flags);
+		for (unsigned i = DL_CORE_DBS; i < txn->t_numdbs; i++) {
+			dl_dbx *x = &env->e_dbx[i];
+			if (!x->x_used || x->x_namelen != nd->n_ksize ||
+			    memcmp(x->x_name, name, x->x_namelen))
+				continue;
+			if ((txn->t_dbstate[i] & (DL_DBS_VALID | DL_DBS_STALE)) == DL_DBS_VALID)
+				use = &txn->t_dbs[i];
+			if (x->x_cmp)
+				cmp = x->x_cmp;
+		}
+		dl_dbrec copy = *use;
+		if ((rc = audit_tree(a, &copy, cmp, name)))
+			return rc;
+	}
+	if (rc && rc != MDB_NOTFOUND)
+		return fail(a, "walking main DB: %s", mdb_strerror(rc));
+	return 0;
+}
+
+int mdb_txn_check(MDB_txn *txn, char *msg, size_t msglen)
+{
+	if (!txn)
+		return EINVAL;
+	if (msg && msglen)
+		msg[0] = 0;
+	int rc = dlmdb_txn_usable(txn, 0);
+	if (rc)
+		return rc;
+	struct audit a;
+	memset(&a, 0, sizeof a);
+	a.txn = txn;
+	a.env = txn->t_env;
+	a.msg = msg;
+	a.msglen = msglen;
+	a.npages = txn->t_next_pg;
+	a.state = calloc(a.npages ? a.npages : 1, 1);
+	if (!a.state)
+		return ENOMEM;
+	a.state[0] = a.state[1] = 1;
+	rc = audit_tree(&a, &txn->t_dbs[DL_FREE_DBI], dlmdb_cmp_for(MDB_INTEGERKEY), "free DB");
+	if (!rc)
+		rc = audit_tree(&a, &txn->t_dbs[DL_MAIN_DBI], a.env->e_dbx[DL_MAIN_DBI].x_cmp ?
+			a.env->e_dbx[DL_MAIN_DBI].x_cmp : dlmdb_cmp_for(txn->t_dbs[DL_MAIN_DBI].d_flags),
+			"main DB");
+	if (!rc)
+		rc = audit_named(&a);
+	if (!rc)
+		rc = audit_free(&a);
+	if (!rc) {
+		uint64_t leaked = 0;
+		pgno_t first = 0;
+		for (pgno_t pg = DL_NMETAS; pg < a.npages; pg++)
+			if (!a.state[pg] && !leaked++)
+				first = pg;
+		if (leaked) {
+			a.dbname = "pages";
+			rc = fail(&a, "%" PRIu64 " page(s) neither in use nor free (leaked), first %" PRIu64,
+				leaked, first);
+		}
+	}
+	free(a.state);
+	return rc ? MDB_CORRUPTED : 0;
+}

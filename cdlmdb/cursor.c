@@ -1,0 +1,413 @@
+/*
+ * cursor.c - cursor life cycle, movement and the read API (mdb_get).
+ *
+ * A cursor is a root-to-leaf stack of (page, index).  Write operations in a
+ * transaction may replace pages, so before any change every other open
+ * cursor of the transaction copies its current key into c_saved and sets
+ * DL_C_SAVED; its next operation re-seeks by that key (dlmdb_cursor_revalidate).
+ * A cursor whose item was deleted keeps DL_C_DEL and the deleted key: it then
+ * stands "between" items, in front of the deleted key's successor.
+ */
+#include "internal.h"
+
+void dlmdb_cursor_setup(MDB_cursor *mc, MDB_txn *txn, MDB_dbi dbi)
+{
+	mc->c_txn = txn;
+	mc->c_dbi = dbi;
+	mc->c_flags = 0;
+	mc->c_db = &txn->t_dbs[dbi];
+	mc->c_dbx = &txn->t_env->e_dbx[dbi];
+	mc->c_next = NULL;
+	mc->c_sub = NULL;
+	mc->c_tracked = 0;
+	mc->c_gen = 0;
+	mc->c_top = 0;
+	mc->c_depth = 0;
+	mc->c_savedlen = 0;
+}
+
+void dlmdb_cursor_save(MDB_cursor *mc)
+{
+	if (!(mc->c_flags & DL_C_INIT) || (mc->c_flags & DL_C_SAVED))
+		return;
+	if (!(mc->c_flags & DL_C_DEL)) {
+		dl_page *p = mc->c_pg[mc->c_top];
+		unsigned i = mc->c_ki[mc->c_top];
+		if (mc->c_depth == 0 || i >= dl_pg_nkeys(p)) {
+			mc->c_flags = 0;
+			return;
+		}
+		MDB_val k;
+		dlmdb_node_keyval(p, i, &k);
+		memcpy(mc->c_saved, k.mv_data, k.mv_size);
+		mc->c_savedlen = k.mv_size;
+	}
+	mc->c_flags |= DL_C_SAVED;
+}
+
+/* Move the stack to the first (dir > 0) or last item of the adjacent leaf.
+ * On MDB_NOTFOUND the stack is unchanged. */
+static int step_leaf(MDB_cursor *mc, int dir)
+{
+	int l;
+	for (l = (int)mc->c_top - 1; l >= 0; l--) {
+		unsigned n = dl_pg_nkeys(mc->c_pg[l]);
+		if (dir > 0 ? mc->c_ki[l] + 1u < n : mc->c_ki[l] > 0)
+			break;
+	}
+	if (l < 0)
+		return MDB_NOTFOUND;
+	mc->c_ki[l] = (indx_t)(mc->c_ki[l] + dir);
+	for (unsigned lvl = (unsigned)l + 1; lvl <= mc->c_top; lvl++) {
+		dl_page *parent = mc->c_pg[lvl - 1], *p;
+		int rc = dlmdb_page_get(mc->c_txn, dl_node_child(dl_pg_node(parent, mc->c_ki[lvl - 1])), &p);
+		if (rc)
+			return DL_TXN_FAIL(mc->c_txn, rc);
+		unsigned n = dl_pg_nkeys(p);
+		if (n == 0 || !(p->p_flags & (DL_P_LEAF | DL_P_BRANCH)))
+			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
+		mc->c_pg[lvl] = p;
+		mc->c_ki[lvl] = (indx_t)(dir > 0 ? 0 : n - 1);
+	}
+	return 0;
+}
+
+/* Re-seek a cursor whose pages may have changed since it was positioned. */
+int dlmdb_cursor_revalidate(MDB_cursor *mc)
+{
+	if (!(mc->c_flags & DL_C_SAVED))
+		return 0;
+	unsigned keep = mc->c_flags & (DL_C_DEL | DL_C_EOF);
+	MDB_val k = {mc->c_savedlen, mc->c_saved};
+	int rc = dlmdb_search_root(mc, &k, DL_SEARCH_KEY);
+	if (rc == MDB_NOTFOUND) {
+		mc->c_flags = 0;
+		return 0;
+	}
+	if (rc)
+		return rc;
+	int exact;
+	dl_page *p = mc->c_pg[mc->c_top];
+	unsigned i = dlmdb_node_find(mc, p, &k, &exact);
+	mc->c_ki[mc->c_top] = (indx_t)i;
+	if (exact) {
+		mc->c_flags = DL_C_INIT | (keep & DL_C_EOF);
+		return 0;
+	}
+	mc->c_flags = DL_C_INIT | DL_C_DEL;
+	if (i >= dl_pg_nkeys(p) && step_leaf(mc, 1) != 0)
+		mc->c_ki[mc->c_top] = (indx_t)dl_pg_nkeys(p);
+	return 0;
+}
+
+/* Return key/data of the item under the cursor. */
+static int fetch(MDB_cursor *mc, MDB_val *key, MDB_val *data)
+{
+	dl_page *p = mc->c_pg[mc->c_top];
+	unsigned i = mc->c_ki[mc->c_top];
+	if (i >= dl_pg_nkeys(p))
+		return MDB_NOTFOUND;
+	if (key)
+		dlmdb_node_keyval(p, i, key);
+	if (data && !dl_pg_is_leaf2(p)) {
+		dl_node *n = dl_pg_node(p, i);
+		if (n->n_flags & DL_N_DUP)
+			return MDB_INCOMPATIBLE;
+		int rc = dlmdb_node_value(mc->c_txn, n, data);
+		if (rc)
+			return DL_TXN_FAIL(mc->c_txn, rc);
+	}
+	return 0;
+}
+
+static int go_first(MDB_cursor *mc, MDB_val *key, MDB_val *data)
+{
+	int rc = dlmdb_search_root(mc, NULL, DL_SEARCH_FIRST);
+	if (rc)
+		return rc;
+	return fetch(mc, key, data);
+}
+
+static int go_last(MDB_cursor *mc, MDB_val *key, MDB_val *data)
+{
+	int rc = dlmdb_search_root(mc, NULL, DL_SEARCH_LAST);
+	if (rc)
+		return rc;
+	return fetch(mc, key, data);
+}
+
+static int go_next(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
+{
+	if ((mc->c_flags & DL_C_DEL) && op == MDB_NEXT_DUP)
+		return MDB_NOTFOUND;
+	if (!(mc->c_flags & DL_C_INIT) || mc->c_depth == 0)
+		return go_first(mc, key, data);
+	dl_page *p = mc->c_pg[mc->c_top];
+	unsigned n = dl_pg_nkeys(p);
+	if (mc->c_flags & DL_C_DEL) {
+		mc->c_flags &= ~DL_C_DEL;
+		if (mc->c_ki[mc->c_top] < n)
+			return fetch(mc, key, data);
+		mc->c_ki[mc->c_top] = (indx_t)(n ? n - 1 : 0);
+		mc->c_flags |= DL_C_EOF;
+		return MDB_NOTFOUND;
+	}
+	if (mc->c_flags & DL_C_EOF)
+		return MDB_NOTFOUND;
+	if (mc->c_ki[mc->c_top] + 1u < n) {
+		mc->c_ki[mc->c_top]++;
+	} else {
+		int rc = step_leaf(mc, 1);
+		if (rc) {
+			if (rc == MDB_NOTFOUND)
+				mc->c_flags |= DL_C_EOF;
+			return rc;
+		}
+	}
+	return fetch(mc, key, data);
+}
+
+static int go_prev(MDB_cursor *mc, MDB_val *key, MDB_val *data)
+{
+	if (!(mc->c_flags & DL_C_INIT) || mc->c_depth == 0)
+		return go_last(mc, key, data);
+	mc->c_flags &= ~(DL_C_DEL | DL_C_EOF);
+	if (mc->c_ki[mc->c_top] > 0) {
+		mc->c_ki[mc->c_top]--;
+	} else {
+		int rc = step_leaf(mc, -1);
+		if (rc)
+			return rc;
+	}
+	return fetch(mc, key, data);
+}
+
+/* SET, SET_KEY, SET_RANGE (and the positioning step of puts). */
+int dlmdb_cursor_seek(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
+{
+	if (!key)
+		return EINVAL;
+	if (key->mv_size == 0 || key->mv_size > DL_MAXKEY)
+		return MDB_BAD_VALSIZE;
+	int rc = dlmdb_search_root(mc, key, DL_SEARCH_KEY);
+	if (rc)
+		return rc;
+	int exact;
+	dl_page *p = mc->c_pg[mc->c_top];
+	unsigned i = dlmdb_node_find(mc, p, key, &exact);
+	mc->c_ki[mc->c_top] = (indx_t)i;
+	if (op == MDB_SET_RANGE) {
+		if (i >= dl_pg_nkeys(p)) {
+			rc = step_leaf(mc, 1);
+			if (rc) {
+				mc->c_flags = 0;
+				return rc;
+			}
+		}
+		return fetch(mc, key, data);
+	}
+	if (!exact) {
+		mc->c_flags = 0;
+		return MDB_NOTFOUND;
+	}
+	return fetch(mc, op == MDB_SET_KEY ? key : NULL, data);
+}
+
+static int cursor_get_op(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
+{
+	int isdup = (mc->c_db->d_flags & MDB_DUPSORT) != 0;
+	switch (op) {
+	case MDB_GET_CURRENT:
+		if (!(mc->c_flags & DL_C_INIT))
+			return EINVAL;
+		if (mc->c_depth == 0)
+			return MDB_NOTFOUND;
+		return fetch(mc, key, data);
+	case MDB_GET_BOTH:
+	case MDB_GET_BOTH_RANGE:
+		if (!data)
+			return EINVAL;
+		if (!isdup)
+			return MDB_INCOMPATIBLE;
+		return MDB_INCOMPATIBLE;
+	case MDB_SET:
+	case MDB_SET_KEY:
+	case MDB_SET_RANGE:
+		return dlmdb_cursor_seek(mc, key, data, op);
+	case MDB_GET_MULTIPLE:
+	case MDB_NEXT_MULTIPLE:
+	case MDB_PREV_MULTIPLE:
+		if (!data || !(mc->c_flags & DL_C_INIT))
+			return EINVAL;
+		return MDB_INCOMPATIBLE;
+	case MDB_NEXT:
+	case MDB_NEXT_DUP:
+	case MDB_NEXT_NODUP:
+		return go_next(mc, key, data, op);
+	case MDB_PREV:
+	case MDB_PREV_DUP:
+	case MDB_PREV_NODUP:
+		return go_prev(mc, key, data);
+	case MDB_FIRST:
+		return go_first(mc, key, data);
+	case MDB_LAST:
+		return go_last(mc, key, data);
+	case MDB_FIRST_DUP:
+	case MDB_LAST_DUP:
+		if (!data || !(mc->c_flags & DL_C_INIT))
+			return EINVAL;
+		return MDB_INCOMPATIBLE;
+	default:
+		return EINVAL;
+	}
+}
+
+int mdb_cursor_get(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
+{
+	if (!mc || !mc->c_txn)
+		return EINVAL;
+	int rc = dlmdb_txn_usable(mc->c_txn, 0);
+	if (rc)
+		return rc;
+	rc = dlmdb_cursor_revalidate(mc);
+	if (rc)
+		return rc;
+	rc = cursor_get_op(mc, key, data, op);
+	mc->c_flags &= ~DL_C_DEL;
+	return rc;
+}
+
+int mdb_get(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data)
+{
+	if (!txn || !key || !data)
+		return EINVAL;
+	int rc = dlmdb_txn_usable(txn, 0);
+	if (rc)
+		return rc;
+	if ((rc = dlmdb_dbi_ok(txn, dbi)))
+		return rc;
+	if (txn->t_dbstate[dbi] & DL_DBS_STALE) {
+		if ((rc = dlmdb_db_refresh(txn, dbi)))
+			return rc;
+	}
+	MDB_cursor mc;
+	dlmdb_cursor_setup(&mc, txn, dbi);
+	return dlmdb_cursor_seek(&mc, key, data, MDB_SET);
+}
+
+int mdb_cursor_open(MDB_txn *txn, MDB_dbi dbi, MDB_cursor **out)
+{
+	if (!txn || !out)
+		return EINVAL;
+	int rc = dlmdb_txn_usable(txn, 0);
+	if (rc)
+		return rc;
+	if ((rc = dlmdb_dbi_ok(txn, dbi)))
+		return rc;
+	if (dbi == DL_FREE_DBI && !(txn->t_flags & DL_T_RDONLY))
+		return EINVAL;
+	if (txn->t_dbstate[dbi] & DL_DBS_STALE) {
+		if ((rc = dlmdb_db_refresh(txn, dbi)))
+			return rc;
+	}
+	MDB_cursor *mc = malloc(sizeof *mc);
+	if (!mc)
+		return ENOMEM;
+	dlmdb_cursor_setup(mc, txn, dbi);
+	if (!(txn->t_flags & DL_T_RDONLY)) {
+		mc->c_tracked = 1;
+		mc->c_next = txn->t_cursors;
+		txn->t_cursors = mc;
+	}
+	*out = mc;
+	return 0;
+}
+
+void mdb_cursor_close(MDB_cursor *mc)
+{
+	if (!mc)
+		return;
+	if (mc->c_tracked && mc->c_txn) {
+		MDB_cursor **pp = &mc->c_txn->t_cursors;
+		while (*pp && *pp != mc)
+			pp = &(*pp)->c_next;
+		if (*pp)
+			*pp = mc->c_next;
+	}
+	free(mc);
+}
+
+int mdb_cursor_renew(MDB_txn *txn, MDB_cursor *mc)
+{
+	if (!txn || !mc)
+		return EINVAL;
+	if (mc->c_tracked || !(txn->t_flags & DL_T_RDONLY))
+		return EINVAL;
+	int rc = dlmdb_txn_usable(txn, 0);
+	if (rc)
+		return rc;
+	if ((rc = dlmdb_dbi_ok(txn, mc->c_dbi)))
+		return rc;
+	if (txn->t_dbstate[mc->c_dbi] & DL_DBS_STALE) {
+		if ((rc = dlmdb_db_refresh(txn, mc->c_dbi)))
+			return rc;
+	}
+	dlmdb_cursor_setup(mc, txn, mc->c_dbi);
+	return 0;
+}
+
+MDB_txn *mdb_cursor_txn(MDB_cursor *mc)
+{
+	return mc ? mc->c_txn : NULL;
+}
+
+MDB_dbi mdb_cursor_dbi(MDB_cursor *mc)
+{
+	return mc ? mc->c_dbi : 0;
+}
+
+int mdb_cursor_count(MDB_cursor *mc, mdb_size_t *countp)
+{
+	if (!mc || !countp)
+		return EINVAL;
+	if (!(mc->c_db->d_flags & MDB_DUPSORT))
+		return MDB_INCOMPATIBLE;
+	return MDB_INCOMPATIBLE;
+}
+
+int mdb_cmp(MDB_txn *txn, MDB_dbi dbi, const MDB_val *a, const MDB_val *b)
+{
+	if (!txn || !a || !b || dlmdb_dbi_ok(txn, dbi))
+		return 0;
+	return txn->t_env->e_dbx[dbi].x_cmp(a, b);
+}
+
+int mdb_dcmp(MDB_txn *txn, MDB_dbi dbi, const MDB_val *a, const MDB_val *b)
+{
+	if (!txn || !a || !b || dlmdb_dbi_ok(txn, dbi))
+		return 0;
+	MDB_cmp_func *f = txn->t_env->e_dbx[dbi].x_dcmp;
+	return f ? f(a, b) : 0;
+}
+
+/* Make every page on the cursor's path writable (copy-on-write). */
+int dlmdb_cursor_touch(MDB_cursor *mc)
+{
+	MDB_txn *txn = mc->c_txn;
+	for (unsigned l = 0; l < mc->c_depth; l++) {
+		dl_page *np;
+		int rc = dlmdb_page_touch(txn, mc->c_pg[l], &np);
+		if (rc)
+			return DL_TXN_FAIL(txn, rc);
+		if (np != mc->c_pg[l]) {
+			if (l == 0)
+				mc->c_db->d_root = np->p_pgno;
+			else
+				dl_node_set_child(dl_pg_node(mc->c_pg[l - 1], mc->c_ki[l - 1]), np->p_pgno);
+			mc->c_pg[l] = np;
+		}
+	}
+	txn->t_dbstate[mc->c_dbi] |= DL_DBS_DIRTY;
+	txn->t_flags |= DL_T_DIRTY;
+	return 0;
+}

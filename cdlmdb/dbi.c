@@ -1,0 +1,268 @@
+/*
+ * dbi.c - database handles: open/close/flags/drop, comparators, and writing
+ * changed named-DB records back into the main DB at commit.
+ *
+ * A named DB is a main-DB item whose key is the name and whose node carries
+ * DL_N_TREE with a 48-byte dl_dbrec as value.  Handles live in the env's
+ * e_dbx table; a txn tracks per handle whether its record copy is valid,
+ * stale (reload on first use) or dirty (write back at commit).
+ */
+#include "internal.h"
+
+static void dbx_close(MDB_env *env, MDB_dbi dbi)
+{
+	dl_dbx *x = &env->e_dbx[dbi];
+	free(x->x_name);
+	x->x_name = NULL;
+	x->x_namelen = 0;
+	x->x_used = 0;
+	x->x_cmp = x->x_dcmp = NULL;
+	x->x_rel = NULL;
+	x->x_relctx = NULL;
+	x->x_seq++;
+}
+
+static void dbx_set_cmp(dl_dbx *x, unsigned f)
+{
+	x->x_cmp = dlmdb_cmp_for(f);
+	x->x_dcmp = dlmdb_cmp_for(((f & MDB_REVERSEDUP) ? MDB_REVERSEKEY : 0) |
+		((f & MDB_INTEGERDUP) ? MDB_INTEGERKEY : 0));
+}
+
+int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *dbi)
+{
+	if (!txn || !dbi)
+		return EINVAL;
+	if (flags & ~(DL_DB_USERFLAGS | MDB_CREATE))
+		return EINVAL;
+	if (txn->t_flags & (DL_T_ERROR | DL_T_DONE | DL_T_CHILD))
+		return MDB_BAD_TXN;
+	MDB_env *env = txn->t_env;
+	if (flags & (MDB_DUPSORT | MDB_DUPFIXED | MDB_INTEGERDUP | MDB_REVERSEDUP))
+		return MDB_INCOMPATIBLE; /* duplicates: not in this engine round */
+	if (!name) {
+		*dbi = DL_MAIN_DBI;
+		unsigned f2 = flags & DL_DB_USERFLAGS;
+		dl_dbrec *m = &txn->t_dbs[DL_MAIN_DBI];
+		if ((m->d_flags | f2) != m->d_flags) {
+			m->d_flags = (uint16_t)(m->d_flags | f2);
+			txn->t_flags |= DL_T_DIRTY;
+		}
+		dbx_set_cmp(&env->e_dbx[DL_MAIN_DBI], m->d_flags);
+		return 0;
+	}
+	size_t len = strlen(name);
+	int rc;
+	pthread_mutex_lock(&env->e_dbimutex);
+	unsigned freeslot = 0;
+	for (unsigned i = DL_CORE_DBS; i < env->e_numdbs; i++) {
+		dl_dbx *x = &env->e_dbx[i];
+		if (!x->x_used) {
+			if (!freeslot)
+				freeslot = i;
+			continue;
+		}
+		if (x->x_namelen == len && !memcmp(x->x_name, name, len)) {
+			pthread_mutex_unlock(&env->e_dbimutex);
+			*dbi = i;
+			return dlmdb_dbi_ok(txn, i);
+		}
+	}
+	if (!freeslot && env->e_numdbs >= env->e_maxdbs) {
+		pthread_mutex_unlock(&env->e_dbimutex);
+		return MDB_DBS_FULL;
+	}
+	if (txn->t_dbs[DL_MAIN_DBI].d_flags & (MDB_DUPSORT | MDB_INTEGERKEY)) {
+		pthread_mutex_unlock(&env->e_dbimutex);
+		return (flags & MDB_CREATE) ? MDB_INCOMPATIBLE : MDB_NOTFOUND;
+	}
+	dl_dbrec rec;
+	unsigned state = DL_DBS_VALID | DL_DBS_NEW;
+	MDB_cursor mc;
+	MDB_val k = {len, (void *)name}, d;
+	dlmdb_cursor_setup(&mc, txn, DL_MAIN_DBI);
+	rc = dlmdb_cursor_seek(&mc, &k, &d, MDB_SET);
+	if (rc == 0) {
+		dl_node *n = dl_pg_node(mc.c_pg[mc.c_top], mc.c_ki[mc.c_top]);
+		if ((n->n_flags & (DL_N_TREE | DL_N_DUP)) != DL_N_TREE || d.mv_size != sizeof rec) {
+			rc = MDB_INCOMPATIBLE;
+			goto out;
+		}
+		memcpy(&rec, d.mv_data, sizeof rec);
+		if (rec.d_flags & (MDB_DUPSORT | ~DL_DB_USERFLAGS)) {
+			rc = MDB_INCOMPATIBLE; /* duplicates or extensions: not yet */
+			goto out;
+		}
+	} else {
+		if (rc != MDB_NOTFOUND || !(flags & MDB_CREATE))
+			goto out;
+		if (txn->t_flags & DL_T_RDONLY) {
+			rc = EACCES;
+			goto out;
+		}
+		memset(&rec, 0, sizeof rec);
+		rec.d_root = DL_NO_PAGE;
+		rec.d_flags = (uint16_t)(flags & DL_DB_USERFLAGS);
+		if ((rc = dlmdb_put_dbrec(txn, name, len, &rec)))
+			goto out;
+		state |= DL_DBS_DIRTY;
+	}
+	char *dup = malloc(len + 1);
+	if (!dup) {
+		rc = ENOMEM;
+		goto out;
+	}
+	memcpy(dup, name, len + 1);
+	unsigned slot = freeslot ? freeslot : env->e_numdbs;
+	dl_dbx *x = &env->e_dbx[slot];
+	x->x_name = dup;
+	x->x_namelen = len;
+	x->x_used = 1;
+	x->x_seq++;
+	dbx_set_cmp(x, rec.d_flags);
+	if (slot >= env->e_numdbs)
+		env->e_numdbs = slot + 1;
+	if (slot >= txn->t_numdbs)
+		txn->t_numdbs = slot + 1;
+	txn->t_dbs[slot] = rec;
+	txn->t_dbstate[slot] = (unsigned char)state;
+	txn->t_dbseq[slot] = x->x_seq;
+	*dbi = slot;
+	rc = 0;
+out:
+	pthread_mutex_unlock(&env->e_dbimutex);
+	return rc;
+}
+
+void mdb_dbi_close(MDB_env *env, MDB_dbi dbi)
+{
+	if (!env || dbi < DL_CORE_DBS || dbi >= env->e_maxdbs || !env->e_dbx)
+		return;
+	pthread_mutex_lock(&env->e_dbimutex);
+	if (env->e_dbx[dbi].x_used)
+		dbx_close(env, dbi);
+	pthread_mutex_unlock(&env->e_dbimutex);
+}
+
+int mdb_dbi_flags(MDB_txn *txn, MDB_dbi dbi, unsigned int *flags)
+{
+	if (!txn || !flags)
+		return EINVAL;
+	int rc = dlmdb_dbi_ok(txn, dbi);
+	if (rc)
+		return rc;
+	if ((txn->t_dbstate[dbi] & DL_DBS_STALE) && (rc = dlmdb_db_refresh(txn, dbi)))
+		return rc;
+	*flags = txn->t_dbs[dbi].d_flags & DL_DB_PERSIST;
+	return 0;
+}
+
+int mdb_drop(MDB_txn *txn, MDB_dbi dbi, int del)
+{
+	if (!txn || (unsigned)del > 1)
+		return EINVAL;
+	int rc = dlmdb_dbi_ok(txn, dbi);
+	if (rc)
+		return rc;
+	if (txn->t_flags & DL_T_RDONLY)
+		return EACCES;
+	if ((rc = dlmdb_txn_usable(txn, 1)))
+		return rc;
+	if (dbi == DL_FREE_DBI)
+		return EINVAL;
+	if ((txn->t_dbstate[dbi] & DL_DBS_STALE) && (rc = dlmdb_db_refresh(txn, dbi)))
+		return rc;
+	dlmdb_txn_changed(txn, NULL);
+	if ((rc = dlmdb_tree_free_all(txn, &txn->t_dbs[dbi])))
+		return DL_TXN_FAIL(txn, rc);
+	txn->t_flags |= DL_T_DIRTY;
+	if (del && dbi >= DL_CORE_DBS) {
+		MDB_env *env = txn->t_env;
+		dl_dbx *x = &env->e_dbx[dbi];
+		MDB_cursor mc;
+		MDB_val k = {x->x_namelen, x->x_name};
+		dlmdb_cursor_setup(&mc, txn, DL_MAIN_DBI);
+		rc = dlmdb_cursor_seek(&mc, &k, NULL, MDB_SET);
+		if (rc == 0) {
+			rc = dlmdb_tree_del_current(&mc, 1);
+		} else if (rc == MDB_NOTFOUND) {
+			rc = 0;
+		}
+		if (rc)
+			return DL_TXN_FAIL(txn, rc);
+		txn->t_dbstate[dbi] = 0;
+		mdb_dbi_close(env, dbi);
+		return 0;
+	}
+	txn->t_dbstate[dbi] |= DL_DBS_DIRTY;
+	return 0;
+}
+
+int mdb_set_compare(MDB_txn *txn, MDB_dbi dbi, MDB_cmp_func *cmp)
+{
+	if (!txn || dlmdb_dbi_ok(txn, dbi) || dbi == DL_FREE_DBI)
+		return EINVAL;
+	txn->t_env->e_dbx[dbi].x_cmp = cmp ? cmp : dlmdb_cmp_for(txn->t_dbs[dbi].d_flags);
+	return 0;
+}
+
+int mdb_set_dupsort(MDB_txn *txn, MDB_dbi dbi, MDB_cmp_func *cmp)
+{
+	if (!txn || dlmdb_dbi_ok(txn, dbi) || dbi == DL_FREE_DBI)
+		return EINVAL;
+	txn->t_env->e_dbx[dbi].x_dcmp = cmp;
+	return 0;
+}
+
+int mdb_set_relfunc(MDB_txn *txn, MDB_dbi dbi, MDB_rel_func *rel)
+{
+	if (!txn || dlmdb_dbi_ok(txn, dbi) || dbi == DL_FREE_DBI)
+		return EINVAL;
+	txn->t_env->e_dbx[dbi].x_rel = rel;
+	return 0;
+}
+
+int mdb_set_relctx(MDB_txn *txn, MDB_dbi dbi, void *ctx)
+{
+	if (!txn || dlmdb_dbi_ok(txn, dbi) || dbi == DL_FREE_DBI)
+		return EINVAL;
+	txn->t_env->e_dbx[dbi].x_relctx = ctx;
+	return 0;
+}
+
+int dlmdb_dbrecs_flush(MDB_txn *txn)
+{
+	MDB_env *env = txn->t_env;
+	for (unsigned i = DL_CORE_DBS; i < txn->t_numdbs; i++) {
+		unsigned char st = txn->t_dbstate[i];
+		if ((st & (DL_DBS_VALID | DL_DBS_DIRTY | DL_DBS_STALE)) != (DL_DBS_VALID | DL_DBS_DIRTY))
+			continue;
+		dl_dbx *x = &env->e_dbx[i];
+		int rc = dlmdb_put_dbrec(txn, x->x_name, x->x_namelen, &txn->t_dbs[i]);
+		if (rc)
+			return rc;
+		txn->t_dbstate[i] = (unsigned char)(st & ~DL_DBS_DIRTY);
+	}
+	return 0;
+}
+
+void dlmdb_dbis_finish(MDB_txn *txn, int committed)
+{
+	MDB_env *env = txn->t_env;
+	if (!env->e_dbx)
+		return;
+	pthread_mutex_lock(&env->e_dbimutex);
+	for (unsigned i = DL_CORE_DBS; i < txn->t_numdbs; i++) {
+		if (!(txn->t_dbstate[i] & DL_DBS_NEW))
+			continue;
+		txn->t_dbstate[i] &= (unsigned char)~DL_DBS_NEW;
+		if (committed)
+			continue;
+		MDB_txn *p = txn->t_parent;
+		if (p && i < p->t_numdbs && (p->t_dbstate[i] & DL_DBS_VALID))
+			continue; /* the parent already knew this handle */
+		if (env->e_dbx[i].x_used && txn->t_dbseq[i] == env->e_dbx[i].x_seq)
+			dbx_close(env, i);
+	}
+	pthread_mutex_unlock(&env->e_dbimutex);
+}

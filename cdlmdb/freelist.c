@@ -1,0 +1,303 @@
+/*
+ * freelist.c - page allocation, copy-on-write, and the free DB (dbi 0).
+ *
+ * Free pages come from, in order:
+ *   t_loose      pages this transaction family allocated and released again;
+ *   t_reclaimed  pages read from free DB records older than every reader;
+ *   the end of the file (t_next_pg), bounded by the map size.
+ * Released pages that were committed before go to t_freed and become a free
+ * DB record keyed by this transaction's id at commit.  Record layout (LMDB's):
+ * key = txnid (8 bytes, INTEGERKEY), data = count followed by that many page
+ * numbers in descending order, all uint64.
+ */
+#include "internal.h"
+
+static dl_page *dirty_in_family(MDB_txn *txn, pgno_t pg, int *own)
+{
+	for (MDB_txn *t = txn; t; t = t->t_parent) {
+		dl_page *p = dlmdb_dirty_find(&t->t_dirty, pg);
+		if (p) {
+			*own = (t == txn);
+			return p;
+		}
+	}
+	return NULL;
+}
+
+int dlmdb_page_is_dirty(MDB_txn *txn, pgno_t pg)
+{
+	int own;
+	return dirty_in_family(txn, pg, &own) != NULL;
+}
+
+/* Pull the next usable free DB record into t_reclaimed. */
+static int reclaim_next(MDB_txn *txn)
+{
+	MDB_env *env = txn->t_env;
+	if (txn->t_flags & DL_T_SAVING)
+		return MDB_NOTFOUND;
+	dl_dbrec *fdb = &txn->t_dbs[DL_FREE_DBI];
+	if (fdb->d_root == DL_NO_PAGE)
+		return MDB_NOTFOUND;
+	txnid_t oldest = dlmdb_oldest_reader(env, txn->t_id - 1);
+	uint64_t want = txn->t_last_reclaimed + 1;
+	MDB_val k = {sizeof want, &want}, d;
+	MDB_cursor mc;
+	dlmdb_cursor_setup(&mc, txn, DL_FREE_DBI);
+	int rc = dlmdb_cursor_seek(&mc, &k, &d, MDB_SET_RANGE);
+	if (rc)
+		return rc;
+	if (k.mv_size != sizeof(txnid_t))
+		return MDB_CORRUPTED;
+	txnid_t id;
+	memcpy(&id, k.mv_data, sizeof id);
+	if (id >= oldest)
+		return MDB_NOTFOUND;
+	uint64_t cnt;
+	if (d.mv_size < sizeof cnt)
+		return MDB_CORRUPTED;
+	memcpy(&cnt, d.mv_data, sizeof cnt);
+	if ((cnt + 1) * sizeof(pgno_t) > d.mv_size)
+		return MDB_CORRUPTED;
+	size_t base = txn->t_reclaimed.l_n;
+	for (uint64_t i = 0; i < cnt; i++) {
+		pgno_t pg;
+		memcpy(&pg, (char *)d.mv_data + (i + 1) * sizeof(pgno_t), sizeof pg);
+		if (pg < DL_NMETAS || pg >= txn->t_next_pg)
+			return MDB_CORRUPTED;
+		if ((rc = dlmdb_pgl_push(&txn->t_reclaimed, pg)))
+			return rc;
+	}
+	(void)base;
+	dlmdb_pgl_sort(&txn->t_reclaimed);
+	txn->t_last_reclaimed = id;
+	return 0;
+}
+
+int dlmdb_page_alloc(MDB_txn *txn, unsigned n, dl_page **out)
+{
+	MDB_env *env = txn->t_env;
+	pgno_t pg = 0;
+	int rc, found = 0;
+	if (n == 1 && txn->t_loose.l_n) {
+		pg = txn->t_loose.l_v[--txn->t_loose.l_n];
+		found = 1;
+	}
+	while (!found) {
+		if (dlmdb_pgl_take_run(&txn->t_reclaimed, n, &pg) == 0) {
+			found = 1;
+			break;
+		}
+		rc = reclaim_next(txn);
+		if (rc == MDB_NOTFOUND)
+			break;
+		if (rc)
+			return rc;
+	}
+	if (!found) {
+		if (txn->t_next_pg + n > env->e_maxpg)
+			return MDB_MAP_FULL;
+		pg = txn->t_next_pg;
+		txn->t_next_pg += n;
+	}
+	size_t bytes = (size_t)n * env->e_psize;
+	dl_page *p = malloc(bytes);
+	if (!p) {
+		/* give the pages back so nothing leaks */
+		if (n == 1)
+			dlmdb_pgl_push(&txn->t_loose, pg);
+		else
+			dlmdb_pgl_push_run(&txn->t_reclaimed, pg, n), dlmdb_pgl_sort(&txn->t_reclaimed);
+		return ENOMEM;
+	}
+	if (!(env->e_flags & MDB_NOMEMINIT))
+		memset(p, 0, bytes);
+	p->p_pgno = pg;
+	p->p_flags = 0;
+	dl_page *old = dlmdb_dirty_find(&txn->t_dirty, pg);
+	if ((rc = dlmdb_dirty_put(&txn->t_dirty, pg, p))) {
+		free(p);
+		return rc;
+	}
+	free(old);
+	txn->t_fl_gen++;
+	*out = p;
+	return 0;
+}
+
+int dlmdb_page_free(MDB_txn *txn, pgno_t pg, unsigned n)
+{
+	int own = 0, rc;
+	txn->t_fl_gen++;
+	if (dirty_in_family(txn, pg, &own)) {
+		/* never committed: reusable right away */
+		if (own)
+			free(dlmdb_dirty_remove(&txn->t_dirty, pg));
+		if (n == 1)
+			return dlmdb_pgl_push(&txn->t_loose, pg);
+		if ((rc = dlmdb_pgl_push_run(&txn->t_reclaimed, pg, n)))
+			return rc;
+		dlmdb_pgl_sort(&txn->t_reclaimed);
+		return 0;
+	}
+	return dlmdb_pgl_push_run(&txn->t_freed, pg, n);
+}
+
+/* Make page p writable in txn; *out is p itself or its fresh copy. */
+int dlmdb_page_touch(MDB_txn *txn, dl_page *p, dl_page **out)
+{
+	int own = 0, rc;
+	pgno_t pg = p->p_pgno;
+	dl_page *d = dirty_in_family(txn, pg, &own);
+	if (d && own) {
+		*out = d;
+		return 0;
+	}
+	size_t psize = txn->t_env->e_psize;
+	dl_page *np;
+	if (d) {
+		/* dirty in an ancestor: private copy under the same number */
+		np = malloc(psize);
+		if (!np)
+			return ENOMEM;
+		memcpy(np, d, psize);
+		if ((rc = dlmdb_dirty_put(&txn->t_dirty, pg, np))) {
+			free(np);
+			return rc;
+		}
+		*out = np;
+		return 0;
+	}
+	if ((rc = dlmdb_page_alloc(txn, 1, &np)))
+		return rc;
+	pgno_t npg = np->p_pgno;
+	memcpy(np, p, psize);
+	np->p_pgno = npg;
+	if ((rc = dlmdb_page_free(txn, pg, 1)))
+		return rc;
+	*out = np;
+	return 0;
+}
+
+/* Build an LMDB free-list record (count, pages descending) from a sorted list. */
+static int build_record(const dl_pgl *l, size_t slots, pgno_t **buf, size_t *cap)
+{
+	size_t need = (slots + 1) * sizeof(pgno_t);
+	if (need > *cap) {
+		pgno_t *nb = realloc(*buf, need);
+		if (!nb)
+			return ENOMEM;
+		*buf = nb;
+		*cap = need;
+	}
+	(*buf)[0] = l->l_n;
+	for (size_t i = 0; i < l->l_n; i++)
+		(*buf)[i + 1] = l->l_v[l->l_n - 1 - i];
+	for (size_t i = l->l_n; i < slots; i++)
+		(*buf)[i + 1] = 0;
+	return 0;
+}
+
+/*
+ * Store list l under key id.  *slots is the record capacity written by an
+ * earlier pass: records never shrink during one save (spare slots stay
+ * zero, after the count), otherwise a record hovering at the inline/overflow
+ * boundary could make the save loop oscillate.
+ */
+static int put_record(MDB_txn *txn, txnid_t id, const dl_pgl *l, size_t *slots, pgno_t **buf,
+	size_t *cap)
+{
+	MDB_cursor mc;
+	dlmdb_cursor_setup(&mc, txn, DL_FREE_DBI);
+	MDB_val k = {sizeof id, &id}, d;
+	int rc;
+	if (l->l_n == 0 && *slots == 0) {
+		rc = dlmdb_cursor_seek(&mc, &k, NULL, MDB_SET);
+		if (rc == MDB_NOTFOUND)
+			return 0;
+		if (rc)
+			return rc;
+		return dlmdb_tree_del_current(&mc, 0);
+	}
+	if (l->l_n > *slots)
+		*slots = l->l_n;
+	if ((rc = build_record(l, *slots, buf, cap)))
+		return rc;
+	d.mv_size = (*slots + 1) * sizeof(pgno_t);
+	d.mv_data = *buf;
+	return dlmdb_tree_put(&mc, &k, &d, 0);
+}
+
+/*
+ * Write this transaction's free-list state into the free DB.  Writing the
+ * records itself allocates and frees pages, so repeat until a pass leaves
+ * the lists unchanged; the last pass then stored exactly the final lists.
+ */
+int dlmdb_freelist_save(MDB_txn *txn)
+{
+	int rc = 0;
+	pgno_t *buf = NULL;
+	size_t cap = 0;
+	dl_pgl rlist = {0}, flist = {0};
+	size_t fslots = 0, rslots = 0;
+	txn->t_flags |= DL_T_SAVING;
+
+	/* records consumed into t_reclaimed go away */
+	if (txn->t_last_reclaimed) {
+		for (;;) {
+			MDB_cursor mc;
+			MDB_val k;
+			dlmdb_cursor_setup(&mc, txn, DL_FREE_DBI);
+			rc = dlmdb_search_root(&mc, NULL, DL_SEARCH_FIRST);
+			if (rc)
+				break;
+			dlmdb_node_keyval(mc.c_pg[mc.c_top], 0, &k);
+			txnid_t id;
+			if (k.mv_size != sizeof id) {
+				rc = MDB_CORRUPTED;
+				break;
+			}
+			memcpy(&id, k.mv_data, sizeof id);
+			if (id > txn->t_last_reclaimed)
+				break;
+			if ((rc = dlmdb_tree_del_current(&mc, 0)))
+				break;
+		}
+		if (rc == MDB_NOTFOUND)
+			rc = 0;
+		if (rc)
+			goto out;
+	}
+	for (int pass = 0;; pass++) {
+		if (pass > 64) {
+			rc = MDB_PROBLEM;
+			goto out;
+		}
+		uint64_t gen = txn->t_fl_gen;
+		if ((rc = dlmdb_pgl_copy(&flist, &txn->t_freed)))
+			goto out;
+		if ((rc = dlmdb_pgl_copy(&rlist, &txn->t_reclaimed)))
+			goto out;
+		if ((rc = dlmdb_pgl_merge(&rlist, txn->t_loose.l_v, txn->t_loose.l_n)))
+			goto out;
+		dlmdb_pgl_sort(&flist);
+		if (!txn->t_last_reclaimed) {
+			if ((rc = dlmdb_pgl_merge(&flist, rlist.l_v, rlist.l_n)))
+				goto out;
+			rlist.l_n = 0;
+		}
+		if ((rc = put_record(txn, txn->t_id, &flist, &fslots, &buf, &cap)))
+			goto out;
+		if (txn->t_last_reclaimed &&
+		    (rc = put_record(txn, txn->t_last_reclaimed, &rlist, &rslots, &buf, &cap)))
+			goto out;
+		if (gen == txn->t_fl_gen)
+			break;
+	}
+out:
+	txn->t_flags &= ~DL_T_SAVING;
+	free(buf);
+	dlmdb_pgl_free(&rlist);
+	dlmdb_pgl_free(&flist);
+	return rc;
+}

@@ -1,0 +1,225 @@
+/*
+ * idl.c - page-number lists and the dirty-page hash map.
+ *
+ * Lists are plain growable arrays; callers sort them when order matters.
+ * The dirty map is an open-addressing table keyed by page number, used by
+ * write transactions to find their private copy of a page.
+ */
+#include "internal.h"
+
+static int pgl_reserve(dl_pgl *l, size_t want)
+{
+	if (want <= l->l_cap)
+		return 0;
+	size_t cap = l->l_cap ? l->l_cap : 64;
+	while (cap < want)
+		cap *= 2;
+	pgno_t *v = realloc(l->l_v, cap * sizeof(pgno_t));
+	if (!v)
+		return ENOMEM;
+	l->l_v = v;
+	l->l_cap = cap;
+	return 0;
+}
+
+int dlmdb_pgl_push(dl_pgl *l, pgno_t pg)
+{
+	if (l->l_n == l->l_cap && pgl_reserve(l, l->l_n + 1))
+		return ENOMEM;
+	l->l_v[l->l_n++] = pg;
+	return 0;
+}
+
+int dlmdb_pgl_push_run(dl_pgl *l, pgno_t pg, unsigned n)
+{
+	if (pgl_reserve(l, l->l_n + n))
+		return ENOMEM;
+	for (unsigned i = 0; i < n; i++)
+		l->l_v[l->l_n++] = pg + i;
+	return 0;
+}
+
+int dlmdb_pgl_copy(dl_pgl *dst, const dl_pgl *src)
+{
+	dst->l_n = 0;
+	if (pgl_reserve(dst, src->l_n))
+		return ENOMEM;
+	if (src->l_n)
+		memcpy(dst->l_v, src->l_v, src->l_n * sizeof(pgno_t));
+	dst->l_n = src->l_n;
+	return 0;
+}
+
+static int pg_cmp(const void *a, const void *b)
+{
+	pgno_t x = *(const pgno_t *)a, y = *(const pgno_t *)b;
+	return (x > y) - (x < y);
+}
+
+void dlmdb_pgl_sort(dl_pgl *l)
+{
+	if (l->l_n > 1)
+		qsort(l->l_v, l->l_n, sizeof(pgno_t), pg_cmp);
+}
+
+/* Append n numbers and re-sort ascending. */
+int dlmdb_pgl_merge(dl_pgl *l, const pgno_t *v, size_t n)
+{
+	if (!n)
+		return 0;
+	if (pgl_reserve(l, l->l_n + n))
+		return ENOMEM;
+	memcpy(l->l_v + l->l_n, v, n * sizeof(pgno_t));
+	l->l_n += n;
+	dlmdb_pgl_sort(l);
+	return 0;
+}
+
+/*
+ * Remove a run of n consecutive page numbers from a list sorted ascending.
+ * Returns 0 and the first page in *out, or MDB_NOTFOUND.
+ */
+int dlmdb_pgl_take_run(dl_pgl *l, unsigned n, pgno_t *out)
+{
+	if (l->l_n < n || n == 0)
+		return MDB_NOTFOUND;
+	if (n == 1) {
+		/* take the lowest page: keeps the file compact */
+		*out = l->l_v[0];
+		memmove(l->l_v, l->l_v + 1, (l->l_n - 1) * sizeof(pgno_t));
+		l->l_n--;
+		return 0;
+	}
+	for (size_t i = 0; i + n <= l->l_n; i++) {
+		if (l->l_v[i + n - 1] == l->l_v[i] + n - 1) {
+			*out = l->l_v[i];
+			memmove(l->l_v + i, l->l_v + i + n, (l->l_n - i - n) * sizeof(pgno_t));
+			l->l_n -= n;
+			return 0;
+		}
+	}
+	return MDB_NOTFOUND;
+}
+
+void dlmdb_pgl_free(dl_pgl *l)
+{
+	free(l->l_v);
+	l->l_v = NULL;
+	l->l_n = l->l_cap = 0;
+}
+
+/* ---- dirty map ---------------------------------------------------------------- */
+
+static inline size_t dirty_hash(pgno_t pg)
+{
+	uint64_t h = pg * 0x9E3779B97F4A7C15ull;
+	return (size_t)(h >> 17);
+}
+
+#define DIRTY_EMPTY (~(pgno_t)0)
+#define DIRTY_GONE (~(pgno_t)0 - 1)
+
+dl_page *dlmdb_dirty_find(const dl_dirty *d, pgno_t pg)
+{
+	if (!d->d_cap)
+		return NULL;
+	size_t mask = d->d_cap - 1, i = dirty_hash(pg) & mask;
+	for (;;) {
+		pgno_t k = d->d_keys[i];
+		if (k == pg)
+			return d->d_pages[i];
+		if (k == DIRTY_EMPTY)
+			return NULL;
+		i = (i + 1) & mask;
+	}
+}
+
+static int dirty_grow(dl_dirty *d)
+{
+	size_t ncap = d->d_cap ? d->d_cap * 2 : 256;
+	pgno_t *keys = malloc(ncap * sizeof(pgno_t));
+	dl_page **pages = malloc(ncap * sizeof(dl_page *));
+	if (!keys || !pages) {
+		free(keys);
+		free(pages);
+		return ENOMEM;
+	}
+	for (size_t i = 0; i < ncap; i++)
+		keys[i] = DIRTY_EMPTY;
+	for (size_t j = 0; j < d->d_cap; j++) {
+		pgno_t k = d->d_keys[j];
+		if (k == DIRTY_EMPTY || k == DIRTY_GONE)
+			continue;
+		size_t i = dirty_hash(k) & (ncap - 1);
+		while (keys[i] != DIRTY_EMPTY)
+			i = (i + 1) & (ncap - 1);
+		keys[i] = k;
+		pages[i] = d->d_pages[j];
+	}
+	free(d->d_keys);
+	free(d->d_pages);
+	d->d_keys = keys;
+	d->d_pages = pages;
+	d->d_cap = ncap;
+	return 0;
+}
+
+/* Insert or replace; the previous page pointer (if any) is not freed. */
+int dlmdb_dirty_put(dl_dirty *d, pgno_t pg, dl_page *p)
+{
+	/* tombstones count as used so the table never fills up */
+	if ((d->d_n + 1) * 4 >= d->d_cap * 3 && dirty_grow(d))
+		return ENOMEM;
+	size_t mask = d->d_cap - 1, i = dirty_hash(pg) & mask;
+	size_t slot = (size_t)-1;
+	for (;;) {
+		pgno_t k = d->d_keys[i];
+		if (k == pg) {
+			d->d_pages[i] = p;
+			return 0;
+		}
+		if (k == DIRTY_GONE && slot == (size_t)-1)
+			slot = i;
+		if (k == DIRTY_EMPTY)
+			break;
+		i = (i + 1) & mask;
+	}
+	if (slot == (size_t)-1) {
+		slot = i;
+		d->d_n++;
+	}
+	d->d_keys[slot] = pg;
+	d->d_pages[slot] = p;
+	return 0;
+}
+
+dl_page *dlmdb_dirty_remove(dl_dirty *d, pgno_t pg)
+{
+	if (!d->d_cap)
+		return NULL;
+	size_t mask = d->d_cap - 1, i = dirty_hash(pg) & mask;
+	for (;;) {
+		pgno_t k = d->d_keys[i];
+		if (k == pg) {
+			d->d_keys[i] = DIRTY_GONE;
+			return d->d_pages[i];
+		}
+		if (k == DIRTY_EMPTY)
+			return NULL;
+		i = (i + 1) & mask;
+	}
+}
+
+void dlmdb_dirty_free(dl_dirty *d, int free_pages)
+{
+	if (free_pages) {
+		for (size_t i = 0; i < d->d_cap; i++) {
+			pgno_t k = d->d_keys[i];
+			if (k != DIRTY_EMPTY && k != DIRTY_GONE)
+				free(d->d_pages[i]);
+		}
+	}
+	free(d->d_keys);
+	free(d->d_pages);
+	memset(d, 0, sizeof(*d));
+}

@@ -1,0 +1,470 @@
+/*
+ * internal.h - private types and hot accessors shared by the engine files.
+ *
+ * Naming: every cross-file function is dlmdb_<area>_<verb>; struct members
+ * carry a short prefix naming their struct (e_ env, t_ txn, c_ cursor,
+ * p_ page, n_ node, r_ reader slot, l_ lock header, x_ db extras).
+ * The on-disk layout these structs mirror is documented in FORMAT.md.
+ */
+#ifndef DLMDB_INTERNAL_H
+#define DLMDB_INTERNAL_H
+
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "lmdb.h"
+
+#ifdef DLMDB_DEBUG
+#include <assert.h>
+#define DL_ASSERT(x) assert(x)
+#else
+#define DL_ASSERT(x) ((void)0)
+#endif
+
+#define DL_HIDDEN __attribute__((visibility("hidden")))
+#define DL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define DL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+typedef uint64_t pgno_t;
+typedef uint64_t txnid_t;
+typedef uint16_t indx_t;
+
+/* ---- on-disk constants (see FORMAT.md) ----------------------------------- */
+
+#define DL_MAGIC 0xBEEFC0DEu
+#define DL_DATA_VERSION 1u
+#define DL_PAGEHDR 16u		/* bytes before the slot array */
+#define DL_NODEHDR 8u		/* bytes before a node's key */
+#define DL_NO_PAGE (~(pgno_t)0)	/* empty tree root */
+#define DL_MAXKEY 511u
+#define DL_NMETAS 2
+#define DL_FREE_DBI 0
+#define DL_MAIN_DBI 1
+#define DL_CORE_DBS 2
+#define DL_MAX_DEPTH 32
+#define DL_DEFAULT_MAPSIZE 1048576u
+#define DL_DEFAULT_READERS 126u
+#define DL_FILL_MIN(psize) ((psize) / 4u) /* merge pages below 25% use */
+
+/* page kinds (p_flags) */
+#define DL_P_BRANCH 0x01
+#define DL_P_LEAF 0x02
+#define DL_P_OVERFLOW 0x04
+#define DL_P_META 0x08
+#define DL_P_DIRTY 0x10
+#define DL_P_LEAF2 0x20
+#define DL_P_SUBP 0x40
+
+/* node kinds (n_flags) */
+#define DL_N_BIG 0x01	/* value lives in overflow pages */
+#define DL_N_TREE 0x02	/* value is a database record (dl_dbrec) */
+#define DL_N_DUP 0x04	/* value holds duplicates (sub-page or sub-tree) */
+
+/* flags a database record may carry on disk */
+#define DL_DB_PERSIST 0x7fffu
+#define DL_DB_USERFLAGS (MDB_REVERSEKEY | MDB_DUPSORT | MDB_INTEGERKEY | \
+	MDB_DUPFIXED | MDB_INTEGERDUP | MDB_REVERSEDUP)
+
+/* ---- on-disk structs -------------------------------------------------------- */
+
+/** One B+tree's record: in the meta page and as a named-DB value (48 bytes). */
+typedef struct dl_dbrec {
+	uint32_t d_pad;		/* page size for the free DB record in meta */
+	uint16_t d_flags;
+	uint16_t d_depth;
+	uint64_t d_branch;
+	uint64_t d_leaf;
+	uint64_t d_overflow;
+	uint64_t d_entries;
+	uint64_t d_root;
+} dl_dbrec;
+
+/** Body of a meta page, right after the page header (136 bytes). */
+typedef struct dl_meta {
+	uint32_t m_magic;
+	uint32_t m_version;
+	uint64_t m_address;
+	uint64_t m_mapsize;
+	dl_dbrec m_dbs[2];
+	uint64_t m_last_pg;
+	uint64_t m_txnid;
+} dl_meta;
+
+/** Page header (16 bytes), followed by the uint16 slot array. */
+typedef struct dl_page {
+	uint64_t p_pgno;
+	uint16_t p_pad;		/* key size on LEAF2 pages */
+	uint16_t p_flags;
+	uint16_t p_lower;	/* end of slot array; with p_upper: overflow count */
+	uint16_t p_upper;	/* start of node area */
+} dl_page;
+
+/** Node header; key bytes follow, then (leaf) data bytes. */
+typedef struct dl_node {
+	uint16_t n_lo;		/* leaf: data size low; branch: child pgno bits 0-15 */
+	uint16_t n_hi;		/* leaf: data size high; branch: bits 16-31 */
+	uint16_t n_flags;	/* leaf: DL_N_*; branch: child pgno bits 32-47 */
+	uint16_t n_ksize;
+} dl_node;
+
+_Static_assert(sizeof(dl_dbrec) == 48, "dbrec layout");
+_Static_assert(sizeof(dl_meta) == 136, "meta layout");
+_Static_assert(sizeof(dl_page) == DL_PAGEHDR, "page header layout");
+_Static_assert(sizeof(dl_node) == DL_NODEHDR, "node header layout");
+
+/* ---- page-number lists ------------------------------------------------------- */
+
+/** Growable array of page numbers, kept sorted ascending where noted. */
+typedef struct dl_pgl {
+	pgno_t *l_v;
+	size_t l_n, l_cap;
+} dl_pgl;
+
+DL_HIDDEN int dlmdb_pgl_push(dl_pgl *l, pgno_t pg);
+DL_HIDDEN int dlmdb_pgl_push_run(dl_pgl *l, pgno_t pg, unsigned n);
+DL_HIDDEN int dlmdb_pgl_copy(dl_pgl *dst, const dl_pgl *src);
+DL_HIDDEN void dlmdb_pgl_sort(dl_pgl *l);
+DL_HIDDEN int dlmdb_pgl_merge(dl_pgl *l, const pgno_t *v, size_t n);
+DL_HIDDEN int dlmdb_pgl_take_run(dl_pgl *l, unsigned n, pgno_t *out);
+DL_HIDDEN void dlmdb_pgl_free(dl_pgl *l);
+
+/* ---- dirty page map (per write txn) ------------------------------------------- */
+
+typedef struct dl_dirty {
+	pgno_t *d_keys;
+	dl_page **d_pages;
+	size_t d_n, d_cap;	/* d_cap is a power of two or 0 */
+} dl_dirty;
+
+DL_HIDDEN dl_page *dlmdb_dirty_find(const dl_dirty *d, pgno_t pg);
+DL_HIDDEN int dlmdb_dirty_put(dl_dirty *d, pgno_t pg, dl_page *p);
+DL_HIDDEN dl_page *dlmdb_dirty_remove(dl_dirty *d, pgno_t pg);
+DL_HIDDEN void dlmdb_dirty_free(dl_dirty *d, int free_pages);
+
+/* ---- lock file ------------------------------------------------------------------ */
+
+/** Reader slot in the lock file (one cache line). */
+typedef struct dl_reader {
+	volatile uint64_t r_txnid;	/* snapshot in use, or ~0 */
+	volatile uint32_t r_pid;	/* owning process, 0 when free */
+	uint32_t r_pad0;
+	volatile uint64_t r_tid;
+	char r_pad[40];
+} dl_reader;
+
+/** Lock file header; readers follow at DL_LCK_READERS_OFF. */
+typedef struct dl_lockhdr {
+	uint32_t l_magic;		/* DL_MAGIC (same place as LMDB) */
+	uint32_t l_format;		/* DL_LOCK_FORMAT, distinct from LMDB's */
+	volatile uint64_t l_txnid;	/* last committed txn */
+	volatile uint32_t l_numreaders;	/* slots ever handed out */
+	uint32_t l_pad[11];
+	pthread_mutex_t l_wmutex __attribute__((aligned(64)));
+	pthread_mutex_t l_rmutex __attribute__((aligned(64)));
+} dl_lockhdr;
+
+#define DL_LOCK_FORMAT 0x444c4b31u	/* "DLK1" */
+#define DL_LCK_READERS_OFF 256u
+_Static_assert(sizeof(dl_lockhdr) <= DL_LCK_READERS_OFF, "lock header fits");
+
+/* ---- in-memory structs ------------------------------------------------------------- */
+
+/** Per-database information that is not stored on disk. */
+typedef struct dl_dbx {
+	char *x_name;		/* NULL for free slots and core DBs */
+	size_t x_namelen;
+	MDB_cmp_func *x_cmp;	/* key order */
+	MDB_cmp_func *x_dcmp;	/* duplicate order */
+	MDB_rel_func *x_rel;
+	void *x_relctx;
+	unsigned x_seq;		/* bumped when the slot is reused */
+	int x_used;
+} dl_dbx;
+
+/* txn-level per-DBI state (t_dbstate) */
+#define DL_DBS_VALID 0x01	/* handle usable in this txn */
+#define DL_DBS_DIRTY 0x02	/* record changed, write back at commit */
+#define DL_DBS_STALE 0x04	/* record must be reloaded from main DB */
+#define DL_DBS_NEW 0x08		/* handle opened in this txn */
+
+/* txn flags */
+#define DL_T_RDONLY 0x01
+#define DL_T_ERROR 0x02		/* a write failed: only abort is allowed */
+#define DL_T_DONE 0x04		/* reset / committed / aborted */
+#define DL_T_CHILD 0x08		/* has an active child txn */
+#define DL_T_SAVING 0x10	/* freelist save in progress */
+#define DL_T_DIRTY 0x20		/* something to commit */
+
+struct MDB_txn {
+	MDB_env *t_env;
+	MDB_txn *t_parent;
+	MDB_txn *t_child;
+	txnid_t t_id;
+	unsigned t_flags;
+	unsigned t_numdbs;
+	pgno_t t_next_pg;	/* first never-used page number */
+	dl_dbrec *t_dbs;
+	unsigned char *t_dbstate;
+	unsigned *t_dbseq;
+	MDB_cursor *t_cursors;	/* open user cursors (linked by c_next) */
+	dl_reader *t_slot;	/* read txns: our reader slot */
+	uint64_t t_gen;		/* bumped on every tree change */
+	/* write txns only */
+	dl_dirty t_dirty;	/* pages copied or allocated by this txn */
+	dl_pgl t_freed;		/* committed pages released by this txn */
+	dl_pgl t_loose;		/* pages allocated in this txn family, now unused */
+	dl_pgl t_reclaimed;	/* pages taken from free DB records, unused yet */
+	txnid_t t_last_reclaimed;	/* highest free DB key consumed */
+	uint64_t t_fl_gen;	/* changes to the free lists (save fixpoint) */
+	char *t_scratch[DL_MAX_DEPTH]; /* page-sized buffers for split */
+};
+
+/* cursor flags */
+#define DL_C_INIT 0x01		/* positioned */
+#define DL_C_EOF 0x02		/* ran off the end */
+#define DL_C_DEL 0x04		/* item under cursor was deleted */
+#define DL_C_SAVED 0x08		/* c_saved holds the key to re-seek to */
+#define DL_C_USER 0x10		/* on the txn's cursor list */
+
+struct MDB_cursor {
+	MDB_txn *c_txn;
+	MDB_dbi c_dbi;
+	unsigned c_flags;
+	dl_dbrec *c_db;
+	dl_dbx *c_dbx;
+	MDB_cursor *c_next;
+	void *c_sub;		/* reserved: duplicate sub-cursor (DUPSORT) */
+	int c_tracked;		/* on the txn's cursor list (user cursor of a write txn) */
+	uint64_t c_gen;		/* t_gen when the stack was last valid */
+	unsigned c_top;		/* index of the leaf level in c_pg */
+	unsigned c_depth;	/* entries in c_pg (0 = not positioned) */
+	dl_page *c_pg[DL_MAX_DEPTH];
+	indx_t c_ki[DL_MAX_DEPTH];
+	size_t c_savedlen;
+	unsigned char c_saved[DL_MAXKEY + 1];
+};
+
+struct MDB_env {
+	int e_fd;		/* data file */
+	int e_lfd;		/* lock file */
+	char *e_path;
+	unsigned e_flags;
+	unsigned e_psize;
+	size_t e_mapsize;
+	pgno_t e_maxpg;
+	char *e_map;
+	dl_lockhdr *e_lck;
+	size_t e_lcksize;
+	unsigned e_maxreaders;
+	unsigned e_maxdbs;	/* including the two core DBs */
+	unsigned e_numdbs;	/* slots in use (high-water mark) */
+	dl_dbx *e_dbx;
+	size_t e_nodemax;	/* largest leaf node kept inline */
+	pid_t e_pid;
+	int e_opened;
+	int e_live_txns;	/* txns of this env currently open */
+	MDB_txn *e_wtxn;	/* the top-level write txn, if any */
+	pthread_mutex_t e_dbimutex;
+	pthread_mutex_t e_wlocal;	/* serialises writers under NOLOCK */
+	void *e_userctx;
+	MDB_assert_func *e_assert;
+	dl_lockhdr e_nolock;	/* stand-in header when MDB_NOLOCK */
+};
+
+/* env flags that are changeable at runtime */
+#define DL_ENV_CHANGEABLE (MDB_NOSYNC | MDB_NOMETASYNC | MDB_MAPASYNC | MDB_NOMEMINIT)
+#define DL_ENV_OPENFLAGS (MDB_FIXEDMAP | MDB_NOSUBDIR | MDB_NOSYNC | MDB_RDONLY | \
+	MDB_NOMETASYNC | MDB_WRITEMAP | MDB_MAPASYNC | MDB_NOTLS | MDB_NOLOCK | \
+	MDB_NORDAHEAD | MDB_NOMEMINIT | MDB_PREVSNAPSHOT)
+
+/* ---- hot accessors -------------------------------------------------------------- */
+
+static inline unsigned dl_pg_nkeys(const dl_page *p)
+{
+	return (unsigned)(p->p_lower - DL_PAGEHDR) >> 1;
+}
+static inline indx_t *dl_pg_slots(dl_page *p)
+{
+	return (indx_t *)((char *)p + DL_PAGEHDR);
+}
+static inline indx_t dl_pg_slot(const dl_page *p, unsigned i)
+{
+	return ((const indx_t *)((const char *)p + DL_PAGEHDR))[i];
+}
+static inline dl_node *dl_pg_node(const dl_page *p, unsigned i)
+{
+	return (dl_node *)((char *)p + dl_pg_slot(p, i));
+}
+static inline unsigned dl_pg_room(const dl_page *p)
+{
+	return (unsigned)(p->p_upper - p->p_lower);
+}
+static inline int dl_pg_is_leaf(const dl_page *p) { return (p->p_flags & DL_P_LEAF) != 0; }
+static inline int dl_pg_is_branch(const dl_page *p) { return (p->p_flags & DL_P_BRANCH) != 0; }
+static inline int dl_pg_is_leaf2(const dl_page *p) { return (p->p_flags & DL_P_LEAF2) != 0; }
+static inline uint32_t dl_pg_ovcount(const dl_page *p)
+{
+	uint32_t n;
+	memcpy(&n, (const char *)p + 12, 4);
+	return n;
+}
+static inline void dl_pg_set_ovcount(dl_page *p, uint32_t n)
+{
+	memcpy((char *)p + 12, &n, 4);
+}
+static inline void *dl_pg_leaf2_key(const dl_page *p, unsigned i)
+{
+	return (char *)p + DL_PAGEHDR + (size_t)i * p->p_pad;
+}
+
+static inline void *dl_node_key(const dl_node *n) { return (char *)n + DL_NODEHDR; }
+static inline void *dl_node_data(const dl_node *n)
+{
+	return (char *)n + DL_NODEHDR + n->n_ksize;
+}
+static inline size_t dl_node_dsize(const dl_node *n)
+{
+	return (size_t)n->n_lo | ((size_t)n->n_hi << 16);
+}
+static inline void dl_node_set_dsize(dl_node *n, size_t sz)
+{
+	n->n_lo = (uint16_t)(sz & 0xffff);
+	n->n_hi = (uint16_t)(sz >> 16);
+}
+static inline pgno_t dl_node_child(const dl_node *n)
+{
+	return (pgno_t)n->n_lo | ((pgno_t)n->n_hi << 16) | ((pgno_t)n->n_flags << 32);
+}
+static inline void dl_node_set_child(dl_node *n, pgno_t pg)
+{
+	n->n_lo = (uint16_t)(pg & 0xffff);
+	n->n_hi = (uint16_t)((pg >> 16) & 0xffff);
+	n->n_flags = (uint16_t)((pg >> 32) & 0xffff);
+}
+/** Overflow page number stored in a DL_N_BIG node (unaligned). */
+static inline pgno_t dl_node_bigpg(const dl_node *n)
+{
+	pgno_t pg;
+	memcpy(&pg, dl_node_data(n), sizeof pg);
+	return pg;
+}
+static inline size_t dl_even(size_t x) { return (x + 1) & ~(size_t)1; }
+
+/** Bytes a leaf node occupies in a page, including its slot. */
+static inline size_t dl_leaf_need(const MDB_env *env, size_t ksize, size_t dsize)
+{
+	size_t sz = DL_NODEHDR + ksize + dsize;
+	if (sz > env->e_nodemax)
+		sz = DL_NODEHDR + ksize + sizeof(pgno_t);
+	return dl_even(sz) + sizeof(indx_t);
+}
+static inline size_t dl_branch_need(size_t ksize)
+{
+	return dl_even(DL_NODEHDR + ksize) + sizeof(indx_t);
+}
+/** Bytes a node currently occupies, including its slot. */
+static inline size_t dl_node_bytes(const dl_page *p, const dl_node *n)
+{
+	size_t sz = DL_NODEHDR + n->n_ksize;
+	if (dl_pg_is_leaf(p))
+		sz += (n->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(n);
+	return dl_even(sz) + sizeof(indx_t);
+}
+static inline unsigned dl_ov_pages(const MDB_env *env, size_t dsize)
+{
+	return (unsigned)((DL_PAGEHDR + dsize + env->e_psize - 1) / env->e_psize);
+}
+
+/* ---- cross-file engine functions ------------------------------------------------ */
+
+/* error.c */
+DL_HIDDEN void dlmdb_assert_fail(MDB_env *env, const char *msg, const char *file, int line);
+
+/* lock.c */
+DL_HIDDEN int dlmdb_lock_open(MDB_env *env, const char *lpath, int mode, int *excl);
+DL_HIDDEN void dlmdb_lock_close(MDB_env *env);
+DL_HIDDEN int dlmdb_lock_share(MDB_env *env);
+DL_HIDDEN int dlmdb_wlock(MDB_env *env);
+DL_HIDDEN void dlmdb_wunlock(MDB_env *env);
+DL_HIDDEN int dlmdb_reader_acquire(MDB_env *env, dl_reader **slot);
+DL_HIDDEN void dlmdb_reader_release(dl_reader *slot);
+DL_HIDDEN txnid_t dlmdb_oldest_reader(MDB_env *env, txnid_t dflt);
+
+/* meta.c */
+DL_HIDDEN int dlmdb_meta_read_file(int fd, dl_meta *out, unsigned *psize, int prev);
+DL_HIDDEN const dl_meta *dlmdb_meta_newest(MDB_env *env, int prev);
+DL_HIDDEN int dlmdb_meta_init_file(MDB_env *env, dl_meta *m);
+DL_HIDDEN int dlmdb_meta_write(MDB_txn *txn);
+DL_HIDDEN int dlmdb_meta_check(const dl_meta *m, unsigned psize);
+
+/* env.c */
+DL_HIDDEN int dlmdb_env_map(MDB_env *env);
+DL_HIDDEN int dlmdb_dbx_default_cmp(MDB_env *env, MDB_dbi dbi, unsigned flags);
+DL_HIDDEN MDB_cmp_func *dlmdb_cmp_for(unsigned dbflags);
+
+/* txn.c */
+DL_HIDDEN int dlmdb_page_get(MDB_txn *txn, pgno_t pg, dl_page **out);
+DL_HIDDEN int dlmdb_txn_usable(MDB_txn *txn, int write);
+DL_HIDDEN void dlmdb_txn_changed(MDB_txn *txn, MDB_cursor *except);
+DL_HIDDEN int dlmdb_db_refresh(MDB_txn *txn, MDB_dbi dbi);
+DL_HIDDEN int dlmdb_dbi_ok(MDB_txn *txn, MDB_dbi dbi);
+
+/* freelist.c */
+DL_HIDDEN int dlmdb_page_alloc(MDB_txn *txn, unsigned n, dl_page **out);
+DL_HIDDEN int dlmdb_page_free(MDB_txn *txn, pgno_t pg, unsigned n);
+DL_HIDDEN int dlmdb_page_touch(MDB_txn *txn, dl_page *p, dl_page **out);
+DL_HIDDEN int dlmdb_freelist_save(MDB_txn *txn);
+DL_HIDDEN int dlmdb_page_is_dirty(MDB_txn *txn, pgno_t pg);
+
+/* page.c */
+DL_HIDDEN void dlmdb_pg_init(dl_page *p, pgno_t pg, unsigned flags, unsigned psize);
+DL_HIDDEN void dlmdb_pg_del_node(dl_page *p, unsigned i);
+DL_HIDDEN dl_node *dlmdb_pg_add_leaf(dl_page *p, unsigned i, const MDB_val *key, size_t dsize,
+	unsigned nflags, const void *data, size_t dcopy);
+DL_HIDDEN void dlmdb_pg_add_branch(dl_page *p, unsigned i, const MDB_val *key, pgno_t child);
+DL_HIDDEN void dlmdb_pg_add_raw(dl_page *p, unsigned i, const void *node, size_t len);
+DL_HIDDEN unsigned dlmdb_pg_used(const dl_page *p);
+
+/* search.c */
+DL_HIDDEN int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where);
+DL_HIDDEN unsigned dlmdb_node_find(MDB_cursor *mc, const dl_page *p, const MDB_val *key, int *exact);
+DL_HIDDEN void dlmdb_node_keyval(const dl_page *p, unsigned i, MDB_val *key);
+DL_HIDDEN int dlmdb_node_value(MDB_txn *txn, const dl_node *n, MDB_val *data);
+#define DL_SEARCH_KEY 0
+#define DL_SEARCH_FIRST 1
+#define DL_SEARCH_LAST 2
+
+/* cursor.c */
+DL_HIDDEN void dlmdb_cursor_setup(MDB_cursor *mc, MDB_txn *txn, MDB_dbi dbi);
+DL_HIDDEN int dlmdb_cursor_seek(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op);
+DL_HIDDEN int dlmdb_cursor_revalidate(MDB_cursor *mc);
+DL_HIDDEN void dlmdb_cursor_save(MDB_cursor *mc);
+DL_HIDDEN int dlmdb_cursor_touch(MDB_cursor *mc);
+
+/* put.c / split.c */
+DL_HIDDEN int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags);
+DL_HIDDEN int dlmdb_insert_at(MDB_cursor *mc, unsigned level, unsigned idx, const void *blob,
+	size_t len, unsigned putflags, int *split);
+DL_HIDDEN int dlmdb_put_dbrec(MDB_txn *txn, const char *name, size_t len, const dl_dbrec *rec);
+
+/* del.c */
+DL_HIDDEN int dlmdb_tree_del_current(MDB_cursor *mc, int allow_tree);
+DL_HIDDEN int dlmdb_tree_free_all(MDB_txn *txn, dl_dbrec *db);
+
+/* dbi.c */
+DL_HIDDEN int dlmdb_dbrecs_flush(MDB_txn *txn);
+DL_HIDDEN void dlmdb_dbis_finish(MDB_txn *txn, int committed);
+
+#define DL_TXN_FAIL(txn, rc) ((txn)->t_flags |= DL_T_ERROR, (rc))
+
+#endif /* DLMDB_INTERNAL_H */

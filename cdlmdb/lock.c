@@ -1,0 +1,283 @@
+/*
+ * lock.c - the lock file: first-opener detection, writer mutex, reader table.
+ *
+ * Protocol (compatible with LMDB's so mixed opens are noticed):
+ *  - byte 0 of the lock file carries an fcntl lock.  An opener that gets it
+ *    exclusively is alone and (re)initialises the file; afterwards everyone
+ *    holds it shared while the environment is open.  We take it as an
+ *    open-file-description (OFD) lock: those conflict with LMDB's classic
+ *    record locks even inside one process, so a stock LMDB opening the same
+ *    environment in our process is refused instead of wiping our lock file
+ *    (and two of our own handles on one path share it correctly).
+ *  - the header starts with LMDB's magic but a different format word, so a
+ *    stock LMDB opening our live lock file fails with MDB_VERSION_MISMATCH and
+ *    we fail the same way on theirs.
+ *  - every open handle holds a shared OFD lock on the byte at offset <pid>;
+ *    reader_check asks the kernel whether any lock is still held there to
+ *    find slots of dead processes.
+ *  - the writer mutex and the reader-table mutex are robust process-shared
+ *    pthread mutexes, so a writer killed mid-transaction does not wedge the
+ *    environment.
+ */
+#include "internal.h"
+
+static int fcntl_lock(int fd, int cmd, short type, off_t off)
+{
+	struct flock fl;
+	memset(&fl, 0, sizeof fl);
+	fl.l_type = type;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = off;
+	fl.l_len = 1;
+	fl.l_pid = 0;
+	int rc;
+	while ((rc = fcntl(fd, cmd, &fl)) == -1 && errno == EINTR)
+		;
+	if (rc == -1)
+		return errno;
+	if (cmd == F_GETLK)
+		return fl.l_type == F_UNLCK ? 0 : EBUSY;
+	return 0;
+}
+
+static int mutex_setup(pthread_mutex_t *m)
+{
+	pthread_mutexattr_t a;
+	int rc = pthread_mutexattr_init(&a);
+	if (rc)
+		return rc;
+	memset(m, 0, sizeof *m);
+	rc = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	if (!rc)
+		rc = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	if (!rc)
+		rc = pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ERRORCHECK);
+	if (!rc)
+		rc = pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
+	return rc;
+}
+
+static int mutex_take(pthread_mutex_t *m)
+{
+	int rc = pthread_mutex_lock(m);
+	if (rc == EOWNERDEAD) {
+		/* the previous owner died; the data it guarded is still sound:
+		 * a dead writer never wrote a meta page, a dead reader-table
+		 * editor only half-claimed a slot */
+		rc = pthread_mutex_consistent(m);
+	}
+	return rc;
+}
+
+int dlmdb_lock_open(MDB_env *env, const char *lpath, int mode, int *excl)
+{
+	int rc;
+	env->e_lfd = open(lpath, O_RDWR | O_CREAT | O_CLOEXEC, mode);
+	if (env->e_lfd < 0)
+		return errno;
+	rc = fcntl_lock(env->e_lfd, F_OFD_SETLK, F_WRLCK, 0);
+	if (rc == 0) {
+		*excl = 1;
+	} else if (rc == EACCES || rc == EAGAIN) {
+		*excl = 0;
+		rc = fcntl_lock(env->e_lfd, F_OFD_SETLKW, F_RDLCK, 0);
+		if (rc)
+			return rc;
+	} else {
+		return rc;
+	}
+	size_t want = DL_LCK_READERS_OFF + (size_t)env->e_maxreaders * sizeof(dl_reader);
+	struct stat st;
+	if (*excl) {
+		if (ftruncate(env->e_lfd, 0) || ftruncate(env->e_lfd, (off_t)want))
+			return errno;
+	} else {
+		if (fstat(env->e_lfd, &st))
+			return errno;
+		if ((size_t)st.st_size < DL_LCK_READERS_OFF + sizeof(dl_reader))
+			return MDB_INVALID;
+		want = (size_t)st.st_size;
+		env->e_maxreaders = (unsigned)((want - DL_LCK_READERS_OFF) / sizeof(dl_reader));
+	}
+	void *m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED, env->e_lfd, 0);
+	if (m == MAP_FAILED)
+		return errno;
+	env->e_lck = m;
+	env->e_lcksize = want;
+	dl_lockhdr *h = env->e_lck;
+	if (*excl) {
+		if ((rc = mutex_setup(&h->l_wmutex)) || (rc = mutex_setup(&h->l_rmutex)))
+			return rc;
+		h->l_txnid = 0;
+		h->l_numreaders = 0;
+		h->l_format = DL_LOCK_FORMAT;
+		__atomic_store_n(&h->l_magic, DL_MAGIC, __ATOMIC_RELEASE);
+	} else {
+		if (h->l_magic != DL_MAGIC)
+			return MDB_INVALID;
+		if (h->l_format != DL_LOCK_FORMAT)
+			return MDB_VERSION_MISMATCH;
+	}
+	/* liveness marker for reader_check */
+	fcntl_lock(env->e_lfd, F_OFD_SETLK, F_RDLCK, (off_t)env->e_pid);
+	return 0;
+}
+
+int dlmdb_lock_share(MDB_env *env)
+{
+	if (env->e_lfd < 0)
+		return 0;
+	return fcntl_lock(env->e_lfd, F_OFD_SETLK, F_RDLCK, 0);
+}
+
+void dlmdb_lock_close(MDB_env *env)
+{
+	if (env->e_lck && env->e_lck != &env->e_nolock) {
+		/* drop any reader slot still marked with our pid? No: slots are
+		 * released by their txns; stale ones are reclaimed by check. */
+		munmap((void *)env->e_lck, env->e_lcksize);
+	}
+	env->e_lck = NULL;
+	if (env->e_lfd >= 0)
+		close(env->e_lfd);
+	env->e_lfd = -1;
+}
+
+int dlmdb_wlock(MDB_env *env)
+{
+	if (env->e_flags & MDB_NOLOCK)
+		return 0;
+	return mutex_take(&env->e_lck->l_wmutex);
+}
+
+void dlmdb_wunlock(MDB_env *env)
+{
+	if (env->e_flags & MDB_NOLOCK)
+		return;
+	pthread_mutex_unlock(&env->e_lck->l_wmutex);
+}
+
+static inline dl_reader *reader_at(MDB_env *env, unsigned i)
+{
+	return (dl_reader *)((char *)env->e_lck + DL_LCK_READERS_OFF) + i;
+}
+
+int dlmdb_reader_acquire(MDB_env *env, dl_reader **slot)
+{
+	if (env->e_flags & MDB_NOLOCK) {
+		*slot = NULL;
+		return 0;
+	}
+	dl_lockhdr *h = env->e_lck;
+	int rc = mutex_take(&h->l_rmutex);
+	if (rc)
+		return rc;
+	unsigned n = h->l_numreaders, i;
+	for (i = 0; i < n; i++)
+		if (reader_at(env, i)->r_pid == 0)
+			break;
+	if (i == n) {
+		if (n >= env->e_maxreaders) {
+			pthread_mutex_unlock(&h->l_rmutex);
+			return MDB_READERS_FULL;
+		}
+		h->l_numreaders = n + 1;
+	}
+	dl_reader *r = reader_at(env, i);
+	r->r_txnid = ~(uint64_t)0;
+	r->r_tid = (uint64_t)pthread_self();
+	__atomic_store_n(&r->r_pid, (uint32_t)env->e_pid, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&h->l_rmutex);
+	*slot = r;
+	return 0;
+}
+
+void dlmdb_reader_release(dl_reader *slot)
+{
+	if (!slot)
+		return;
+	__atomic_store_n(&slot->r_txnid, ~(uint64_t)0, __ATOMIC_RELEASE);
+	__atomic_store_n(&slot->r_pid, 0, __ATOMIC_RELEASE);
+}
+
+txnid_t dlmdb_oldest_reader(MDB_env *env, txnid_t dflt)
+{
+	if (env->e_flags & MDB_NOLOCK)
+		return dflt;
+	txnid_t oldest = dflt;
+	unsigned n = __atomic_load_n(&env->e_lck->l_numreaders, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < n; i++) {
+		dl_reader *r = reader_at(env, i);
+		if (!__atomic_load_n(&r->r_pid, __ATOMIC_ACQUIRE))
+			continue;
+		txnid_t t = __atomic_load_n(&r->r_txnid, __ATOMIC_ACQUIRE);
+		if (t < oldest)
+			oldest = t;
+	}
+	return oldest;
+}
+
+int mdb_reader_list(MDB_env *env, MDB_msg_func *func, void *ctx)
+{
+	char line[128];
+	if (!env || !func)
+		return EINVAL;
+	if (!env->e_opened || (env->e_flags & MDB_NOLOCK))
+		return func("(no reader locks)\n", ctx) < 0 ? -1 : 0;
+	unsigned n = env->e_lck->l_numreaders;
+	int any = 0, rc = 0;
+	for (unsigned i = 0; i < n && rc >= 0; i++) {
+		dl_reader *r = reader_at(env, i);
+		uint32_t pid = r->r_pid;
+		if (!pid)
+			continue;
+		txnid_t t = r->r_txnid;
+		if (!any) {
+			any = 1;
+			rc = func("    pid     thread     txnid\n", ctx);
+			if (rc < 0)
+				break;
+		}
+		if (t == ~(uint64_t)0)
+			snprintf(line, sizeof line, "%10u %zx -\n", (unsigned)pid, (size_t)r->r_tid);
+		else
+			snprintf(line, sizeof line, "%10u %zx %" PRIu64 "\n", (unsigned)pid,
+				(size_t)r->r_tid, (uint64_t)t);
+		rc = func(line, ctx);
+	}
+	if (!any && rc >= 0)
+		rc = func("(no active readers)\n", ctx);
+	return rc < 0 ? rc : 0;
+}
+
+int mdb_reader_check(MDB_env *env, int *dead)
+{
+	if (!env)
+		return EINVAL;
+	if (dead)
+		*dead = 0;
+	if (!env->e_opened || (env->e_flags & MDB_NOLOCK))
+		return 0;
+	dl_lockhdr *h = env->e_lck;
+	int rc = mutex_take(&h->l_rmutex);
+	if (rc)
+		return rc;
+	int cleared = 0;
+	unsigned n = h->l_numreaders;
+	for (unsigned i = 0; i < n; i++) {
+		dl_reader *r = reader_at(env, i);
+		uint32_t pid = r->r_pid;
+		if (!pid || pid == (uint32_t)env->e_pid)
+			continue;
+		/* does anybody still hold the liveness byte of this pid? */
+		if (fcntl_lock(env->e_lfd, F_GETLK, F_WRLCK, (off_t)pid) == 0) {
+			dlmdb_reader_release(r);
+			cleared++;
+		}
+	}
+	pthread_mutex_unlock(&h->l_rmutex);
+	if (dead)
+		*dead = cleared;
+	return 0;
+}

@@ -1,0 +1,169 @@
+/*
+ * meta.c - the two meta pages: validation, selection, creation and update.
+ *
+ * Page 0 and page 1 each hold a dl_meta after the page header.  A commit of
+ * transaction t rewrites page (t & 1), so the other page always still holds
+ * the previous commit: a crash while writing one meta page leaves the other
+ * intact.  The txnid field sits at the end of the meta and is written by a
+ * separate pwrite after the rest, so a reader that sees the new id also sees
+ * the new body.
+ */
+#include "internal.h"
+
+int dlmdb_meta_check(const dl_meta *m, unsigned psize)
+{
+	if (m->m_magic != DL_MAGIC)
+		return MDB_INVALID;
+	if (m->m_version != DL_DATA_VERSION)
+		return MDB_VERSION_MISMATCH;
+	unsigned ps = m->m_dbs[DL_FREE_DBI].d_pad;
+	if (ps < 512 || ps > 65536 || (ps & (ps - 1)) || (psize && ps != psize))
+		return MDB_INVALID;
+	if (m->m_last_pg < DL_NMETAS - 1)
+		return MDB_CORRUPTED;
+	for (int i = 0; i < 2; i++) {
+		pgno_t r = m->m_dbs[i].d_root;
+		if (r == DL_NO_PAGE)
+			continue;
+		if (r < DL_NMETAS || r > m->m_last_pg || m->m_dbs[i].d_depth == 0 ||
+		    m->m_dbs[i].d_depth > DL_MAX_DEPTH)
+			return MDB_CORRUPTED;
+	}
+	return 0;
+}
+
+/* Read one meta page header+body at off; returns 0, ENOENT (empty file) or an error. */
+static int read_one(int fd, off_t off, dl_meta *m)
+{
+	unsigned char buf[DL_PAGEHDR + sizeof(dl_meta)];
+	ssize_t n;
+	do
+		n = pread(fd, buf, sizeof buf, off);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno;
+	if (n == 0 && off == 0)
+		return ENOENT;
+	if ((size_t)n < sizeof buf)
+		return MDB_INVALID;
+	dl_page hdr;
+	memcpy(&hdr, buf, sizeof hdr);
+	if (!(hdr.p_flags & DL_P_META))
+		return MDB_INVALID;
+	memcpy(m, buf + DL_PAGEHDR, sizeof *m);
+	return 0;
+}
+
+int dlmdb_meta_read_file(int fd, dl_meta *out, unsigned *psize, int prev)
+{
+	dl_meta m0, m1;
+	int rc0 = read_one(fd, 0, &m0);
+	if (rc0 == ENOENT)
+		return ENOENT;
+	if (!rc0)
+		rc0 = dlmdb_meta_check(&m0, 0);
+	unsigned ps = rc0 ? 4096 : m0.m_dbs[DL_FREE_DBI].d_pad;
+	int rc1 = read_one(fd, ps, &m1);
+	if (!rc1)
+		rc1 = dlmdb_meta_check(&m1, rc0 ? 0 : ps);
+	if (rc0 && rc1)
+		return rc0;
+	const dl_meta *pick;
+	if (rc0)
+		pick = &m1;
+	else if (rc1)
+		pick = &m0;
+	else if (prev)
+		pick = m0.m_txnid < m1.m_txnid ? &m0 : &m1;
+	else
+		pick = m0.m_txnid > m1.m_txnid ? &m0 : &m1;
+	*out = *pick;
+	*psize = pick->m_dbs[DL_FREE_DBI].d_pad;
+	return 0;
+}
+
+static inline dl_meta *meta_in_map(MDB_env *env, int i)
+{
+	return (dl_meta *)(env->e_map + (size_t)i * env->e_psize + DL_PAGEHDR);
+}
+
+const dl_meta *dlmdb_meta_newest(MDB_env *env, int prev)
+{
+	dl_meta *a = meta_in_map(env, 0), *b = meta_in_map(env, 1);
+	int va = dlmdb_meta_check(a, env->e_psize) == 0;
+	int vb = dlmdb_meta_check(b, env->e_psize) == 0;
+	if (!va)
+		return vb ? b : NULL;
+	if (!vb)
+		return a;
+	txnid_t ta = __atomic_load_n(&a->m_txnid, __ATOMIC_ACQUIRE);
+	txnid_t tb = __atomic_load_n(&b->m_txnid, __ATOMIC_ACQUIRE);
+	if (prev)
+		return ta < tb ? a : b;
+	return ta > tb ? a : b;
+}
+
+static int pwrite_all(int fd, const void *buf, size_t len, off_t off)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno;
+		}
+		if (n == 0)
+			return ENOSPC;
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+int dlmdb_meta_init_file(MDB_env *env, dl_meta *m)
+{
+	size_t ps = env->e_psize;
+	char *buf = calloc(DL_NMETAS, ps);
+	if (!buf)
+		return ENOMEM;
+	for (int i = 0; i < DL_NMETAS; i++) {
+		dl_page *p = (dl_page *)(buf + i * ps);
+		p->p_pgno = (pgno_t)i;
+		p->p_flags = DL_P_META;
+		memcpy((char *)p + DL_PAGEHDR, m, sizeof *m);
+	}
+	int rc = pwrite_all(env->e_fd, buf, DL_NMETAS * ps, 0);
+	free(buf);
+	if (!rc && !(env->e_flags & MDB_NOSYNC) && fdatasync(env->e_fd))
+		rc = errno;
+	return rc;
+}
+
+/* Write the meta page for a committing top-level write txn. */
+int dlmdb_meta_write(MDB_txn *txn)
+{
+	MDB_env *env = txn->t_env;
+	dl_meta m;
+	const dl_meta *cur = dlmdb_meta_newest(env, 0);
+	if (!cur)
+		return MDB_CORRUPTED;
+	m = *cur;
+	m.m_mapsize = env->e_mapsize > m.m_mapsize ? env->e_mapsize : m.m_mapsize;
+	m.m_dbs[DL_FREE_DBI] = txn->t_dbs[DL_FREE_DBI];
+	m.m_dbs[DL_MAIN_DBI] = txn->t_dbs[DL_MAIN_DBI];
+	m.m_dbs[DL_FREE_DBI].d_pad = env->e_psize;
+	m.m_last_pg = txn->t_next_pg - 1;
+	m.m_txnid = txn->t_id;
+	off_t base = (off_t)(txn->t_id & 1) * env->e_psize + DL_PAGEHDR;
+	size_t head = offsetof(dl_meta, m_txnid);
+	int rc = pwrite_all(env->e_fd, &m, head, base);
+	if (!rc)
+		rc = pwrite_all(env->e_fd, &m.m_txnid, sizeof m.m_txnid, base + (off_t)head);
+	if (rc)
+		return rc;
+	if (!(env->e_flags & (MDB_NOSYNC | MDB_NOMETASYNC)) && fdatasync(env->e_fd))
+		return errno;
+	return 0;
+}

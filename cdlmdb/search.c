@@ -1,0 +1,175 @@
+/*
+ * search.c - key orders, binary search inside a page, root-to-leaf descent.
+ */
+#include "internal.h"
+
+/* Byte-wise order, shorter key first on a common prefix. */
+static int cmp_bytes(const MDB_val *a, const MDB_val *b)
+{
+	size_t n = a->mv_size < b->mv_size ? a->mv_size : b->mv_size;
+	int r = n ? memcmp(a->mv_data, b->mv_data, n) : 0;
+	if (r)
+		return r;
+	return (a->mv_size > b->mv_size) - (a->mv_size < b->mv_size);
+}
+
+/* Byte-wise order reading both keys from their last byte backwards. */
+static int cmp_backwards(const MDB_val *a, const MDB_val *b)
+{
+	const unsigned char *pa = (const unsigned char *)a->mv_data + a->mv_size;
+	const unsigned char *pb = (const unsigned char *)b->mv_data + b->mv_size;
+	size_t n = a->mv_size < b->mv_size ? a->mv_size : b->mv_size;
+	while (n--) {
+		int d = (int)*--pa - (int)*--pb;
+		if (d)
+			return d;
+	}
+	return (a->mv_size > b->mv_size) - (a->mv_size < b->mv_size);
+}
+
+/* Native unsigned integers (4 or 8 bytes); other sizes as little-endian
+ * numbers of equal width, most significant byte last. */
+static int cmp_native(const MDB_val *a, const MDB_val *b)
+{
+	if (a->mv_size == 8 && b->mv_size == 8) {
+		uint64_t x, y;
+		memcpy(&x, a->mv_data, 8);
+		memcpy(&y, b->mv_data, 8);
+		return (x > y) - (x < y);
+	}
+	if (a->mv_size == 4 && b->mv_size == 4) {
+		uint32_t x, y;
+		memcpy(&x, a->mv_data, 4);
+		memcpy(&y, b->mv_data, 4);
+		return (x > y) - (x < y);
+	}
+	if (a->mv_size != b->mv_size)
+		return (a->mv_size > b->mv_size) - (a->mv_size < b->mv_size);
+	return cmp_backwards(a, b);
+}
+
+MDB_cmp_func *dlmdb_cmp_for(unsigned f)
+{
+	if (f & MDB_INTEGERKEY)
+		return cmp_native;
+	if (f & MDB_REVERSEKEY)
+		return cmp_backwards;
+	return cmp_bytes;
+}
+
+void dlmdb_node_keyval(const dl_page *p, unsigned i, MDB_val *key)
+{
+	if (dl_pg_is_leaf2(p)) {
+		key->mv_size = p->p_pad;
+		key->mv_data = dl_pg_leaf2_key(p, i);
+		return;
+	}
+	dl_node *n = dl_pg_node(p, i);
+	key->mv_size = n->n_ksize;
+	key->mv_data = dl_node_key(n);
+}
+
+/*
+ * Lower bound: the first index whose key is >= key (nkeys if none).  Branch
+ * pages skip index 0, whose key is never consulted.  *exact says whether the
+ * key at the returned index equals the probe.
+ */
+unsigned dlmdb_node_find(MDB_cursor *mc, const dl_page *p, const MDB_val *key, int *exact)
+{
+	MDB_cmp_func *cmp = mc->c_dbx->x_cmp;
+	unsigned lo = dl_pg_is_branch(p) ? 1 : 0, hi = dl_pg_nkeys(p);
+	MDB_val k;
+	*exact = 0;
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		dlmdb_node_keyval(p, mid, &k);
+		int r = cmp(key, &k);
+		if (r > 0) {
+			lo = mid + 1;
+		} else {
+			hi = mid;
+			if (r == 0) {
+				*exact = 1;
+				/* keys are unique: nothing equal lies further left */
+				return mid;
+			}
+		}
+	}
+	return lo;
+}
+
+static int page_sane(const MDB_env *env, const dl_page *p)
+{
+	if (!(p->p_flags & (DL_P_BRANCH | DL_P_LEAF)))
+		return 0;
+	if (p->p_lower < DL_PAGEHDR || p->p_lower > p->p_upper || p->p_upper > env->e_psize)
+		return 0;
+	return 1;
+}
+
+/*
+ * Walk from the root to a leaf, recording the path in the cursor.  where
+ * selects the key's path, the leftmost or the rightmost one.  The leaf index
+ * is left at 0 (KEY, FIRST) or the last node (LAST).
+ */
+int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where)
+{
+	MDB_txn *txn = mc->c_txn;
+	pgno_t pg = mc->c_db->d_root;
+	mc->c_depth = 0;
+	mc->c_flags &= ~(DL_C_INIT | DL_C_EOF | DL_C_DEL);
+	if (pg == DL_NO_PAGE)
+		return MDB_NOTFOUND;
+	for (unsigned lvl = 0;; lvl++) {
+		dl_page *p;
+		int rc = dlmdb_page_get(txn, pg, &p);
+		if (rc)
+			return DL_TXN_FAIL(txn, rc);
+		if (lvl >= DL_MAX_DEPTH)
+			return DL_TXN_FAIL(txn, MDB_CURSOR_FULL);
+		if (!page_sane(txn->t_env, p))
+			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
+		mc->c_pg[lvl] = p;
+		mc->c_depth = lvl + 1;
+		mc->c_top = lvl;
+		unsigned n = dl_pg_nkeys(p);
+		if (dl_pg_is_leaf(p)) {
+			mc->c_ki[lvl] = (where == DL_SEARCH_LAST && n) ? (indx_t)(n - 1) : 0;
+			mc->c_flags |= DL_C_INIT;
+			return 0;
+		}
+		if (n == 0)
+			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
+		unsigned i;
+		if (where == DL_SEARCH_FIRST) {
+			i = 0;
+		} else if (where == DL_SEARCH_LAST) {
+			i = n - 1;
+		} else {
+			int exact;
+			i = dlmdb_node_find(mc, p, key, &exact);
+			if (!exact)
+				i--;
+		}
+		mc->c_ki[lvl] = (indx_t)i;
+		pg = dl_node_child(dl_pg_node(p, i));
+	}
+}
+
+int dlmdb_node_value(MDB_txn *txn, const dl_node *n, MDB_val *data)
+{
+	if (!(n->n_flags & DL_N_BIG)) {
+		data->mv_size = dl_node_dsize(n);
+		data->mv_data = dl_node_data(n);
+		return 0;
+	}
+	dl_page *ov;
+	int rc = dlmdb_page_get(txn, dl_node_bigpg(n), &ov);
+	if (rc)
+		return rc;
+	if (!(ov->p_flags & DL_P_OVERFLOW))
+		return MDB_CORRUPTED;
+	data->mv_size = dl_node_dsize(n);
+	data->mv_data = (char *)ov + DL_PAGEHDR;
+	return 0;
+}

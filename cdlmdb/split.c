@@ -1,0 +1,166 @@
+/*
+ * split.c - inserting a node at a given level, splitting full pages.
+ *
+ * dlmdb_insert_at places a ready-made node blob at (level, index).  When the
+ * page is full the page's nodes plus the new one are viewed as one ordered
+ * sequence of "items", cut at a point where both halves fit (as balanced as
+ * possible, or right at the end when appending), written back into the old
+ * page and a new right sibling, and a separator pointing at the sibling is
+ * inserted one level up -- recursively, growing a new root when the old
+ * root splits.  The first node of a new right branch page gets an empty key
+ * (branch key 0 is never consulted).  After a split the caller re-seeks.
+ */
+#include "internal.h"
+
+struct item_view {
+	const dl_page *src;	/* snapshot of the full page */
+	unsigned idx;		/* where the new blob goes */
+	unsigned n;		/* items including the new one */
+	const void *blob;
+	size_t bloblen;
+};
+
+static const dl_node *item_node(const struct item_view *v, unsigned i, size_t *len)
+{
+	if (i == v->idx) {
+		*len = v->bloblen;
+		return v->blob;
+	}
+	const dl_node *nd = dl_pg_node(v->src, i < v->idx ? i : i - 1);
+	*len = dl_node_bytes(v->src, nd) - sizeof(indx_t);
+	return nd;
+}
+
+static size_t item_cost(const struct item_view *v, unsigned i)
+{
+	size_t len;
+	item_node(v, i, &len);
+	return dl_even(len) + sizeof(indx_t);
+}
+
+/* Copy item i into page p at slot position pos; strip the key if asked. */
+static void item_put(const struct item_view *v, unsigned i, dl_page *p, unsigned pos, int nokey)
+{
+	size_t len;
+	const dl_node *nd = item_node(v, i, &len);
+	if (nokey && nd->n_ksize) {
+		dlmdb_pg_add_branch(p, pos, NULL, dl_node_child(nd));
+		return;
+	}
+	dlmdb_pg_add_raw(p, pos, nd, len);
+}
+
+static int split_page(MDB_cursor *mc, unsigned level, unsigned idx, const void *blob,
+	size_t len, unsigned putflags);
+
+int dlmdb_insert_at(MDB_cursor *mc, unsigned level, unsigned idx, const void *blob,
+	size_t len, unsigned putflags, int *split)
+{
+	dl_page *p = mc->c_pg[level];
+	if (dl_pg_room(p) >= dl_even(len) + sizeof(indx_t)) {
+		dlmdb_pg_add_raw(p, idx, blob, len);
+		return 0;
+	}
+	*split = 1;
+	return split_page(mc, level, idx, blob, len, putflags);
+}
+
+static int split_page(MDB_cursor *mc, unsigned level, unsigned idx, const void *blob,
+	size_t len, unsigned putflags)
+{
+	MDB_txn *txn = mc->c_txn;
+	MDB_env *env = txn->t_env;
+	size_t psize = env->e_psize, cap = psize - DL_PAGEHDR;
+	dl_page *p = mc->c_pg[level];
+	int branch = dl_pg_is_branch(p);
+	int rc;
+
+	if (!txn->t_scratch[0] && !(txn->t_scratch[0] = malloc(psize)))
+		return ENOMEM;
+	dl_page *snap = (dl_page *)txn->t_scratch[0];
+	memcpy(snap, p, psize);
+	struct item_view v = {snap, idx, dl_pg_nkeys(snap) + 1, blob, len};
+
+	/* choose the cut: items [0,cut) stay, [cut,n) move right */
+	unsigned cut = 0;
+	if ((putflags & MDB_APPEND) && idx == v.n - 1) {
+		cut = v.n - 1;
+	} else {
+		size_t total = 0, left = 0, best = (size_t)-1;
+		for (unsigned i = 0; i < v.n; i++)
+			total += item_cost(&v, i);
+		for (unsigned c = 1; c < v.n; c++) {
+			left += item_cost(&v, c - 1);
+			size_t right = total - left;
+			if (branch) {
+				size_t len0;
+				const dl_node *f = item_node(&v, c, &len0);
+				right -= dl_even(len0) - dl_even(DL_NODEHDR);
+				(void)f;
+			}
+			if (left > cap || right > cap)
+				continue;
+			size_t diff = left > right ? left - right : right - left;
+			if (diff < best) {
+				best = diff;
+				cut = c;
+			}
+		}
+		if (!cut)
+			return MDB_PAGE_FULL;
+	}
+
+	/* separator: key of the first item that moves right */
+	unsigned char sepbuf[DL_NODEHDR + DL_MAXKEY + 2];
+	size_t seplen;
+	const dl_node *first = item_node(&v, cut, &seplen);
+	MDB_val sep = {first->n_ksize, (void *)dl_node_key(first)};
+	dl_node *sepnode = (dl_node *)sepbuf;
+	sepnode->n_ksize = (uint16_t)sep.mv_size;
+	memcpy(sepbuf + DL_NODEHDR, sep.mv_data, sep.mv_size);
+
+	dl_page *right;
+	if ((rc = dlmdb_page_alloc(txn, 1, &right)))
+		return rc;
+	dlmdb_pg_init(right, right->p_pgno, p->p_flags & (DL_P_BRANCH | DL_P_LEAF | DL_P_LEAF2), (unsigned)psize);
+	right->p_pad = p->p_pad;
+	dl_node_set_child(sepnode, right->p_pgno);
+	if (branch)
+		mc->c_db->d_branch++;
+	else
+		mc->c_db->d_leaf++;
+
+	/* rebuild both halves from the snapshot */
+	dlmdb_pg_init(p, p->p_pgno, snap->p_flags, (unsigned)psize);
+	p->p_pad = snap->p_pad;
+	for (unsigned i = 0; i < cut; i++)
+		item_put(&v, i, p, i, 0);
+	for (unsigned i = cut; i < v.n; i++)
+		item_put(&v, i, right, i - cut, branch && i == cut);
+
+	if (level == 0) {
+		/* the root split: grow the tree by one level */
+		dl_page *root;
+		if (mc->c_depth >= DL_MAX_DEPTH)
+			return MDB_CURSOR_FULL;
+		if ((rc = dlmdb_page_alloc(txn, 1, &root)))
+			return rc;
+		dlmdb_pg_init(root, root->p_pgno, DL_P_BRANCH, (unsigned)psize);
+		dlmdb_pg_add_branch(root, 0, NULL, p->p_pgno);
+		mc->c_db->d_root = root->p_pgno;
+		mc->c_db->d_depth++;
+		mc->c_db->d_branch++;
+		for (unsigned l = mc->c_depth; l > 0; l--) {
+			mc->c_pg[l] = mc->c_pg[l - 1];
+			mc->c_ki[l] = mc->c_ki[l - 1];
+		}
+		mc->c_pg[0] = root;
+		mc->c_ki[0] = 0;
+		mc->c_depth++;
+		mc->c_top++;
+		level = 1;
+	}
+	int dummy = 0;
+	return dlmdb_insert_at(mc, level - 1, mc->c_ki[level - 1] + 1u, sepbuf,
+		DL_NODEHDR + sep.mv_size, putflags, &dummy);
+}

@@ -1,0 +1,528 @@
+/*
+ * txn.c - transactions: begin, snapshot, page lookup, commit, abort,
+ * reset/renew, nested write transactions.
+ *
+ * Readers publish their snapshot id in a reader slot before trusting the
+ * meta they read, then re-check that meta; writers hold the writer mutex.
+ * A write transaction's changes live in malloc'd page copies (t_dirty); a
+ * commit writes them with pwrite, syncs, then writes the meta page.  A
+ * nested transaction has its own dirty map and copies of the parent's free
+ * lists and DB records; commit folds them into the parent, abort drops them.
+ */
+#include "internal.h"
+#include <sys/uio.h>
+
+int dlmdb_page_get(MDB_txn *txn, pgno_t pg, dl_page **out)
+{
+	if (DL_UNLIKELY(pg >= txn->t_next_pg || pg < DL_NMETAS))
+		return MDB_PAGE_NOTFOUND;
+	if (!(txn->t_flags & DL_T_RDONLY)) {
+		for (MDB_txn *t = txn; t; t = t->t_parent) {
+			if (!t->t_dirty.d_n)
+				continue;
+			dl_page *p = dlmdb_dirty_find(&t->t_dirty, pg);
+			if (p) {
+				*out = p;
+				return 0;
+			}
+		}
+	}
+	*out = (dl_page *)(txn->t_env->e_map + (size_t)pg * txn->t_env->e_psize);
+	return 0;
+}
+
+int dlmdb_txn_usable(MDB_txn *txn, int write)
+{
+	if (write && (txn->t_flags & DL_T_RDONLY))
+		return EACCES;
+	if (txn->t_flags & (DL_T_ERROR | DL_T_DONE | DL_T_CHILD))
+		return MDB_BAD_TXN;
+	return 0;
+}
+
+void dlmdb_txn_changed(MDB_txn *txn, MDB_cursor *except)
+{
+	for (MDB_cursor *c = txn->t_cursors; c; c = c->c_next)
+		if (c != except)
+			dlmdb_cursor_save(c);
+	txn->t_gen++;
+}
+
+int dlmdb_dbi_ok(MDB_txn *txn, MDB_dbi dbi)
+{
+	MDB_env *env = txn->t_env;
+	if (dbi >= env->e_maxdbs)
+		return EINVAL;
+	if (dbi >= txn->t_numdbs || !(txn->t_dbstate[dbi] & DL_DBS_VALID)) {
+		/* a handle opened by another txn after this one began */
+		if (dbi < DL_CORE_DBS || dbi >= env->e_numdbs || !env->e_dbx[dbi].x_used)
+			return EINVAL;
+		if (dbi >= txn->t_numdbs)
+			txn->t_numdbs = dbi + 1;
+		txn->t_dbstate[dbi] = DL_DBS_VALID | DL_DBS_STALE;
+		txn->t_dbseq[dbi] = env->e_dbx[dbi].x_seq;
+	}
+	if (dbi >= DL_CORE_DBS && txn->t_dbseq[dbi] != env->e_dbx[dbi].x_seq)
+		return MDB_BAD_DBI;
+	return 0;
+}
+
+/* Reload a named DB's record from the main DB. */
+int dlmdb_db_refresh(MDB_txn *txn, MDB_dbi dbi)
+{
+	MDB_env *env = txn->t_env;
+	dl_dbx *x = &env->e_dbx[dbi];
+	MDB_cursor mc;
+	MDB_val k = {x->x_namelen, x->x_name}, d;
+	dlmdb_cursor_setup(&mc, txn, DL_MAIN_DBI);
+	int rc = dlmdb_cursor_seek(&mc, &k, &d, MDB_SET);
+	if (rc == MDB_NOTFOUND)
+		return MDB_BAD_DBI;
+	if (rc)
+		return rc;
+	dl_node *n = dl_pg_node(mc.c_pg[mc.c_top], mc.c_ki[mc.c_top]);
+	if ((n->n_flags & (DL_N_TREE | DL_N_DUP)) != DL_N_TREE || d.mv_size != sizeof(dl_dbrec))
+		return MDB_INCOMPATIBLE;
+	memcpy(&txn->t_dbs[dbi], d.mv_data, sizeof(dl_dbrec));
+	txn->t_dbstate[dbi] &= ~DL_DBS_STALE;
+	return 0;
+}
+
+static MDB_txn *txn_alloc(MDB_env *env)
+{
+	unsigned nd = env->e_maxdbs;
+	size_t sz = sizeof(MDB_txn) + nd * (sizeof(dl_dbrec) + sizeof(unsigned) + 1);
+	MDB_txn *txn = calloc(1, sz);
+	if (!txn)
+		return NULL;
+	txn->t_dbs = (dl_dbrec *)(txn + 1);
+	txn->t_dbseq = (unsigned *)(txn->t_dbs + nd);
+	txn->t_dbstate = (unsigned char *)(txn->t_dbseq + nd);
+	txn->t_env = env;
+	return txn;
+}
+
+/* Copy the handle table of the environment into a fresh txn. */
+static void txn_dbis_init(MDB_txn *txn)
+{
+	MDB_env *env = txn->t_env;
+	pthread_mutex_lock(&env->e_dbimutex);
+	txn->t_numdbs = env->e_numdbs;
+	for (unsigned i = 0; i < txn->t_numdbs; i++) {
+		if (i < DL_CORE_DBS) {
+			txn->t_dbstate[i] = DL_DBS_VALID;
+		} else if (env->e_dbx[i].x_used) {
+			txn->t_dbstate[i] = DL_DBS_VALID | DL_DBS_STALE;
+			txn->t_dbseq[i] = env->e_dbx[i].x_seq;
+		} else {
+			txn->t_dbstate[i] = 0;
+		}
+	}
+	pthread_mutex_unlock(&env->e_dbimutex);
+}
+
+/* Take the newest snapshot: publish it in our slot first, then confirm. */
+static int txn_snapshot(MDB_txn *txn)
+{
+	MDB_env *env = txn->t_env;
+	int prev = (env->e_flags & MDB_PREVSNAPSHOT) != 0;
+	for (int tries = 0; tries < 1000; tries++) {
+		const dl_meta *m = dlmdb_meta_newest(env, prev);
+		if (!m)
+			return MDB_CORRUPTED;
+		txnid_t id = __atomic_load_n(&m->m_txnid, __ATOMIC_ACQUIRE);
+		if (txn->t_slot) {
+			__atomic_store_n(&txn->t_slot->r_txnid, id, __ATOMIC_SEQ_CST);
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		}
+		txn->t_dbs[DL_FREE_DBI] = m->m_dbs[DL_FREE_DBI];
+		txn->t_dbs[DL_MAIN_DBI] = m->m_dbs[DL_MAIN_DBI];
+		pgno_t last = m->m_last_pg;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&m->m_txnid, __ATOMIC_ACQUIRE) != id ||
+		    dlmdb_meta_newest(env, prev) != m)
+			continue;
+		if (last + 1 > env->e_maxpg)
+			return MDB_MAP_RESIZED;
+		txn->t_id = id;
+		txn->t_next_pg = last + 1;
+		return 0;
+	}
+	return MDB_PROBLEM;
+}
+
+static int read_begin(MDB_txn *txn)
+{
+	MDB_env *env = txn->t_env;
+	int rc = dlmdb_reader_acquire(env, &txn->t_slot);
+	if (rc)
+		return rc;
+	rc = txn_snapshot(txn);
+	if (rc) {
+		dlmdb_reader_release(txn->t_slot);
+		txn->t_slot = NULL;
+		return rc;
+	}
+	txn_dbis_init(txn);
+	txn->t_flags = DL_T_RDONLY;
+	__atomic_add_fetch(&env->e_live_txns, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static int write_begin(MDB_txn *txn)
+{
+	MDB_env *env = txn->t_env;
+	int rc = dlmdb_wlock(env);
+	if (rc)
+		return rc;
+	txn->t_slot = NULL;
+	rc = txn_snapshot(txn);
+	if (rc) {
+		dlmdb_wunlock(env);
+		return rc;
+	}
+	txn->t_id++;
+	txn_dbis_init(txn);
+	txn->t_flags = 0;
+	env->e_wtxn = txn;
+	__atomic_add_fetch(&env->e_live_txns, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static int child_begin(MDB_txn *txn, MDB_txn *parent)
+{
+	int rc;
+	txn->t_parent = parent;
+	txn->t_id = parent->t_id;
+	txn->t_next_pg = parent->t_next_pg;
+	txn->t_numdbs = parent->t_numdbs;
+	memcpy(txn->t_dbs, parent->t_dbs, parent->t_numdbs * sizeof(dl_dbrec));
+	memcpy(txn->t_dbseq, parent->t_dbseq, parent->t_numdbs * sizeof(unsigned));
+	memcpy(txn->t_dbstate, parent->t_dbstate, parent->t_numdbs);
+	if ((rc = dlmdb_pgl_copy(&txn->t_freed, &parent->t_freed)) ||
+	    (rc = dlmdb_pgl_copy(&txn->t_loose, &parent->t_loose)) ||
+	    (rc = dlmdb_pgl_copy(&txn->t_reclaimed, &parent->t_reclaimed)))
+		return rc;
+	txn->t_last_reclaimed = parent->t_last_reclaimed;
+	txn->t_flags = parent->t_flags & DL_T_DIRTY;
+	/* the parent's cursors will have to re-seek once we are done */
+	dlmdb_txn_changed(parent, NULL);
+	parent->t_child = txn;
+	parent->t_flags |= DL_T_CHILD;
+	return 0;
+}
+
+static void txn_free_lists(MDB_txn *txn)
+{
+	dlmdb_pgl_free(&txn->t_freed);
+	dlmdb_pgl_free(&txn->t_loose);
+	dlmdb_pgl_free(&txn->t_reclaimed);
+	for (int i = 0; i < DL_MAX_DEPTH; i++) {
+		free(txn->t_scratch[i]);
+		txn->t_scratch[i] = NULL;
+	}
+}
+
+int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags, MDB_txn **out)
+{
+	if (!env || !out)
+		return EINVAL;
+	*out = NULL;
+	if (!env->e_opened)
+		return EINVAL;
+	if (flags & ~(MDB_RDONLY | MDB_NOSYNC | MDB_NOMETASYNC))
+		return EINVAL;
+	if ((env->e_flags & MDB_RDONLY) && !(flags & MDB_RDONLY))
+		return EACCES;
+	if (parent) {
+		if (parent->t_env != env)
+			return EINVAL;
+		if (parent->t_flags & DL_T_RDONLY)
+			return EINVAL;
+		if ((flags & MDB_RDONLY) || (env->e_flags & MDB_WRITEMAP) ||
+		    (parent->t_flags & (DL_T_ERROR | DL_T_DONE | DL_T_CHILD)))
+			return MDB_BAD_TXN;
+	}
+	MDB_txn *txn = txn_alloc(env);
+	if (!txn)
+		return ENOMEM;
+	int rc;
+	if (parent)
+		rc = child_begin(txn, parent);
+	else if (flags & MDB_RDONLY)
+		rc = read_begin(txn);
+	else
+		rc = write_begin(txn);
+	if (rc) {
+		txn_free_lists(txn);
+		free(txn);
+		return rc;
+	}
+	*out = txn;
+	return 0;
+}
+
+MDB_env *mdb_txn_env(MDB_txn *txn)
+{
+	return txn ? txn->t_env : NULL;
+}
+
+mdb_size_t mdb_txn_id(MDB_txn *txn)
+{
+	if (!txn)
+		return 0;
+	if ((txn->t_flags & DL_T_RDONLY) && (txn->t_flags & DL_T_DONE))
+		return 0;
+	return txn->t_id;
+}
+
+/* Free cursors of a write txn and all per-txn memory (not the txn itself). */
+static void txn_release(MDB_txn *txn)
+{
+	MDB_cursor *c = txn->t_cursors;
+	while (c) {
+		MDB_cursor *next = c->c_next;
+		free(c);
+		c = next;
+	}
+	txn->t_cursors = NULL;
+	dlmdb_dirty_free(&txn->t_dirty, 1);
+	txn_free_lists(txn);
+}
+
+static void txn_end(MDB_txn *txn, int committed)
+{
+	MDB_env *env = txn->t_env;
+	dlmdb_dbis_finish(txn, committed);
+	if (txn->t_flags & DL_T_RDONLY) {
+		if (!(txn->t_flags & DL_T_DONE)) {
+			dlmdb_reader_release(txn->t_slot);
+			txn->t_slot = NULL;
+			__atomic_sub_fetch(&env->e_live_txns, 1, __ATOMIC_SEQ_CST);
+		}
+		txn->t_flags |= DL_T_DONE;
+		return;
+	}
+	txn_release(txn);
+	if (txn->t_parent) {
+		txn->t_parent->t_child = NULL;
+		txn->t_parent->t_flags &= ~DL_T_CHILD;
+	} else {
+		env->e_wtxn = NULL;
+		__atomic_sub_fetch(&env->e_live_txns, 1, __ATOMIC_SEQ_CST);
+		dlmdb_wunlock(env);
+	}
+	txn->t_flags |= DL_T_DONE;
+}
+
+void mdb_txn_abort(MDB_txn *txn)
+{
+	if (!txn)
+		return;
+	if (txn->t_child)
+		mdb_txn_abort(txn->t_child);
+	txn_end(txn, 0);
+	free(txn);
+}
+
+void mdb_txn_reset(MDB_txn *txn)
+{
+	if (!txn || !(txn->t_flags & DL_T_RDONLY))
+		return;
+	txn_end(txn, 0);
+}
+
+int mdb_txn_renew(MDB_txn *txn)
+{
+	if (!txn || !(txn->t_flags & DL_T_RDONLY) || !(txn->t_flags & DL_T_DONE))
+		return EINVAL;
+	MDB_env *env = txn->t_env;
+	memset(txn->t_dbstate, 0, env->e_maxdbs);
+	int rc = read_begin(txn);
+	if (rc)
+		txn->t_flags = DL_T_RDONLY | DL_T_DONE;
+	return rc;
+}
+
+/* Fold a committed child into its parent. */
+static int child_merge(MDB_txn *txn)
+{
+	MDB_txn *p = txn->t_parent;
+	int rc = 0;
+	dl_dirty *d = &txn->t_dirty;
+	for (size_t i = 0; i < d->d_cap; i++) {
+		pgno_t k = d->d_keys[i];
+		if (k >= ~(pgno_t)0 - 1)
+			continue;
+		dl_page *old = dlmdb_dirty_find(&p->t_dirty, k);
+		if ((rc = dlmdb_dirty_put(&p->t_dirty, k, d->d_pages[i])))
+			return rc;
+		free(old);
+		d->d_keys[i] = ~(pgno_t)0 - 1; /* now owned by the parent */
+	}
+	dl_pgl tmp;
+#define SWAP_LIST(f) (tmp = p->f, p->f = txn->f, txn->f = tmp)
+	SWAP_LIST(t_freed);
+	SWAP_LIST(t_loose);
+	SWAP_LIST(t_reclaimed);
+#undef SWAP_LIST
+	p->t_last_reclaimed = txn->t_last_reclaimed;
+	p->t_next_pg = txn->t_next_pg;
+	p->t_numdbs = txn->t_numdbs;
+	memcpy(p->t_dbs, txn->t_dbs, txn->t_numdbs * sizeof(dl_dbrec));
+	memcpy(p->t_dbseq, txn->t_dbseq, txn->t_numdbs * sizeof(unsigned));
+	memcpy(p->t_dbstate, txn->t_dbstate, txn->t_numdbs);
+	p->t_flags |= txn->t_flags & DL_T_DIRTY;
+	p->t_gen++;
+	return 0;
+}
+
+static int pg_order(const void *a, const void *b)
+{
+	pgno_t x = (*(dl_page *const *)a)->p_pgno, y = (*(dl_page *const *)b)->p_pgno;
+	return (x > y) - (x < y);
+}
+
+/* Write all dirty pages, in page order, coalescing neighbours. */
+static int write_pages(MDB_txn *txn)
+{
+	MDB_env *env = txn->t_env;
+	dl_dirty *d = &txn->t_dirty;
+	size_t psize = env->e_psize;
+	/* pages that ended up free need not (and must not) be written */
+	for (size_t i = 0; i < txn->t_loose.l_n; i++)
+		free(dlmdb_dirty_remove(d, txn->t_loose.l_v[i]));
+	for (size_t i = 0; i < txn->t_reclaimed.l_n; i++)
+		free(dlmdb_dirty_remove(d, txn->t_reclaimed.l_v[i]));
+	size_t n = 0;
+	dl_page **list = malloc((d->d_n + 1) * sizeof(dl_page *));
+	if (!list)
+		return ENOMEM;
+	for (size_t i = 0; i < d->d_cap; i++) {
+		pgno_t k = d->d_keys[i];
+		if (k >= ~(pgno_t)0 - 1)
+			continue;
+		d->d_pages[i]->p_pgno = k;
+		list[n++] = d->d_pages[i];
+	}
+	qsort(list, n, sizeof *list, pg_order);
+	struct iovec iov[64];
+	int rc = 0;
+	size_t i = 0;
+	while (i < n && !rc) {
+		int cnt = 0;
+		off_t off = (off_t)(list[i]->p_pgno * psize);
+		pgno_t next = list[i]->p_pgno;
+		size_t total = 0;
+		while (i < n && cnt < 64 && list[i]->p_pgno == next) {
+			dl_page *p = list[i];
+			size_t np = (p->p_flags & DL_P_OVERFLOW) ? dl_pg_ovcount(p) : 1;
+			p->p_flags &= ~DL_P_DIRTY;
+			iov[cnt].iov_base = p;
+			iov[cnt].iov_len = np * psize;
+			total += np * psize;
+			next = p->p_pgno + np;
+			cnt++;
+			i++;
+		}
+		int done = 0;
+		while (!done) {
+			ssize_t w = pwritev(env->e_fd, iov, cnt, off);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0) {
+				rc = errno;
+				break;
+			}
+			if ((size_t)w != total) {
+				/* short write: finish piecewise */
+				size_t left = (size_t)w;
+				for (int j = 0; j < cnt && !rc; j++) {
+					size_t len = iov[j].iov_len;
+					if (left >= len) {
+						left -= len;
+						off += (off_t)len;
+						continue;
+					}
+					char *b = (char *)iov[j].iov_base + left;
+					size_t rem = len - left;
+					off += (off_t)left;
+					left = 0;
+					while (rem) {
+						ssize_t x = pwrite(env->e_fd, b, rem, off);
+						if (x < 0 && errno == EINTR)
+							continue;
+						if (x <= 0) {
+							rc = x < 0 ? errno : ENOSPC;
+							break;
+						}
+						b += x;
+						rem -= (size_t)x;
+						off += x;
+					}
+				}
+			}
+			done = 1;
+		}
+	}
+	free(list);
+	return rc;
+}
+
+int mdb_txn_commit(MDB_txn *txn)
+{
+	if (!txn)
+		return EINVAL;
+	MDB_env *env = txn->t_env;
+	int rc = 0;
+	if (txn->t_child) {
+		rc = mdb_txn_commit(txn->t_child);
+		if (rc)
+			goto fail;
+	}
+	if (txn->t_flags & DL_T_RDONLY) {
+		if (txn->t_flags & DL_T_DONE) {
+			/* committing a reset reader just frees it */
+			dlmdb_dbis_finish(txn, 0);
+			free(txn);
+			return 0;
+		}
+		txn_end(txn, 1);
+		free(txn);
+		return 0;
+	}
+	if (txn->t_flags & (DL_T_ERROR | DL_T_DONE)) {
+		rc = MDB_BAD_TXN;
+		goto fail;
+	}
+	if (txn->t_parent) {
+		if ((rc = child_merge(txn)))
+			goto fail;
+		txn_end(txn, 1);
+		free(txn);
+		return 0;
+	}
+	if (!(txn->t_flags & DL_T_DIRTY) && !txn->t_dirty.d_n)
+		goto done;
+	if ((rc = dlmdb_dbrecs_flush(txn)))
+		goto fail;
+	if ((rc = dlmdb_freelist_save(txn)))
+		goto fail;
+	if ((rc = write_pages(txn)))
+		goto fail;
+	if (!(env->e_flags & MDB_NOSYNC) && fdatasync(env->e_fd)) {
+		rc = errno;
+		goto fail;
+	}
+	if ((rc = dlmdb_meta_write(txn)))
+		goto fail;
+	if (env->e_lck)
+		env->e_lck->l_txnid = txn->t_id;
+done:
+	txn_end(txn, 1);
+	free(txn);
+	return 0;
+fail:
+	mdb_txn_abort(txn);
+	return rc;
+}

@@ -1,0 +1,10 @@
+// Command startup_bench times opening an existing environment (env_open +
+// txn_begin + dbi_open, optionally + one get), with default locking and
+// NOLOCK, for our package and stock lmdb-go v1.9.3 in the same run.
+//
+//	go run ./cmd/startup_bench [-quick] [-scale f] [-rounds n] [-json] [-readme README.md]
+package main
+
+import "github.com/dlmdb/dlmdb-go/bench"
+
+func main() { bench.Exit("startup_bench", "startup") }

@@ -1,0 +1,163 @@
+//go:build dlmdb_wip
+
+package difftest
+
+import (
+	"errors"
+	"syscall"
+
+	lmdb "github.com/dlmdb/dlmdb-go/lmdb"
+)
+
+// oursEngine is our engine through our drop-in lmdb package (this file mirrors
+// adapter_stock_test.go; keep the two in step).
+type oursEngine struct{}
+
+func (oursEngine) name() string   { return "ours" }
+func (oursEngine) hasCheck() bool { return true }
+
+func (oursEngine) code(err error) int {
+	if err == nil {
+		return 0
+	}
+	var oe *lmdb.OpError
+	if errors.As(err, &oe) {
+		err = oe.Errno
+	}
+	var le lmdb.Errno
+	if errors.As(err, &le) {
+		return int(le)
+	}
+	var se syscall.Errno
+	if errors.As(err, &se) {
+		return int(se)
+	}
+	return errNotErrno
+}
+
+func (oursEngine) openEnv(path string, o envOpts) (tEnv, error) {
+	e, err := lmdb.NewEnv()
+	if err != nil {
+		return nil, err
+	}
+	if o.mapSize > 0 {
+		if err := e.SetMapSize(o.mapSize); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	if o.maxDBs > 0 {
+		if err := e.SetMaxDBs(o.maxDBs); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	mode := o.mode
+	if mode == 0 {
+		mode = 0o644
+	}
+	if err := e.Open(path, o.flags, mode); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return &oursEnv{e}, nil
+}
+
+type oursEnv struct{ e *lmdb.Env }
+
+func (s *oursEnv) begin(parent tTxn, flags uint) (tTxn, error) {
+	var p *lmdb.Txn
+	if parent != nil {
+		p = parent.(*oursTxn).t
+	}
+	t, err := s.e.BeginTxn(p, flags)
+	if err != nil {
+		return nil, err
+	}
+	return &oursTxn{t}, nil
+}
+
+func (s *oursEnv) stat() (tStat, error) {
+	st, err := s.e.Stat()
+	if err != nil {
+		return tStat{}, err
+	}
+	return oursStat(st), nil
+}
+
+func oursStat(st *lmdb.Stat) tStat {
+	return tStat{psize: st.PSize, depth: st.Depth, branch: st.BranchPages,
+		leaf: st.LeafPages, overflow: st.OverflowPages, items: st.Entries}
+}
+
+func (s *oursEnv) check() error             { return s.e.Check() }
+func (s *oursEnv) sync(force bool) error    { return s.e.Sync(force) }
+func (s *oursEnv) setMapSize(n int64) error { return s.e.SetMapSize(n) }
+func (s *oursEnv) lastPgno() (uint64, error) {
+	info, err := s.e.Info()
+	if err != nil {
+		return 0, err
+	}
+	return uint64(info.LastPNO), nil
+}
+func (s *oursEnv) copyTo(path string, compact bool) error {
+	if compact {
+		return s.e.CopyFlag(path, lmdb.CopyCompact)
+	}
+	return s.e.Copy(path)
+}
+func (s *oursEnv) maxKeySize() int { return s.e.MaxKeySize() }
+func (s *oursEnv) close() error    { return s.e.Close() }
+
+type oursTxn struct{ t *lmdb.Txn }
+
+func (s *oursTxn) openDBI(name string, flags uint) (uint32, error) {
+	var d lmdb.DBI
+	var err error
+	if name == "" {
+		d, err = s.t.OpenRoot(flags)
+	} else {
+		d, err = s.t.OpenDBI(name, flags)
+	}
+	return uint32(d), err
+}
+func (s *oursTxn) dbFlags(dbi uint32) (uint, error)           { return s.t.Flags(lmdb.DBI(dbi)) }
+func (s *oursTxn) get(dbi uint32, key []byte) ([]byte, error) { return s.t.Get(lmdb.DBI(dbi), key) }
+func (s *oursTxn) put(dbi uint32, key, val []byte, flags uint) error {
+	return s.t.Put(lmdb.DBI(dbi), key, val, flags)
+}
+func (s *oursTxn) putReserve(dbi uint32, key []byte, n int, flags uint) ([]byte, error) {
+	return s.t.PutReserve(lmdb.DBI(dbi), key, n, flags)
+}
+func (s *oursTxn) del(dbi uint32, key, val []byte) error { return s.t.Del(lmdb.DBI(dbi), key, val) }
+func (s *oursTxn) cursor(dbi uint32) (tCursor, error) {
+	c, err := s.t.OpenCursor(lmdb.DBI(dbi))
+	if err != nil {
+		return nil, err
+	}
+	return &oursCursor{c}, nil
+}
+func (s *oursTxn) stat(dbi uint32) (tStat, error) {
+	st, err := s.t.Stat(lmdb.DBI(dbi))
+	if err != nil {
+		return tStat{}, err
+	}
+	return oursStat(st), nil
+}
+func (s *oursTxn) drop(dbi uint32, del bool) error { return s.t.Drop(lmdb.DBI(dbi), del) }
+func (s *oursTxn) commit() error                   { return s.t.Commit() }
+func (s *oursTxn) abort()                          { s.t.Abort() }
+func (s *oursTxn) check() error                    { return s.t.Check() }
+
+type oursCursor struct{ c *lmdb.Cursor }
+
+func (s *oursCursor) get(k, v []byte, op uint) ([]byte, []byte, error) { return s.c.Get(k, v, op) }
+func (s *oursCursor) put(k, v []byte, flags uint) error                { return s.c.Put(k, v, flags) }
+func (s *oursCursor) putReserve(k []byte, n int, flags uint) ([]byte, error) {
+	return s.c.PutReserve(k, n, flags)
+}
+func (s *oursCursor) del(flags uint) error { return s.c.Del(flags) }
+func (s *oursCursor) close()               { s.c.Close() }
+
+// subject is the engine under test.
+var subject engine = oursEngine{}

@@ -1,0 +1,97 @@
+package difftest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// Some tests need a second process: the crash test kills one, the corruption
+// and misuse tests run in one so that a crash is reported as a failure with
+// its output instead of taking the whole test binary down, and the
+// multi-process test shares an env between two. The child is this same test
+// binary, re-executed with DLMDB_DIFFTEST_CHILD naming the role.
+
+const childEnvVar = "DLMDB_DIFFTEST_CHILD"
+
+var childRoles = map[string]func() error{}
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(childEnvVar); role != "" {
+		fn := childRoles[role]
+		if fn == nil {
+			fmt.Fprintf(os.Stderr, "unknown child role %q\n", role)
+			os.Exit(3)
+		}
+		runtime.LockOSThread() // write txns belong to one OS thread
+		if err := fn(); err != nil {
+			fmt.Fprintf(os.Stdout, "CHILD-ERROR: %v\n", err)
+			os.Exit(1)
+		}
+		fmt.Fprintln(os.Stdout, "CHILD-OK")
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// childCmd prepares a re-execution of the test binary in the given role.
+func childCmd(role string, env ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), childEnvVar+"="+role), env...)
+	return cmd
+}
+
+// childOutcome is how a child run ended.
+type childOutcome struct {
+	out     string
+	err     error // nil: exit status 0
+	crashed bool  // killed by a signal (SIGSEGV, SIGABRT, ...) or a Go runtime crash
+}
+
+func execChild(role string, env ...string) childOutcome {
+	cmd := childCmd(role, env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	o := childOutcome{out: out.String(), err: err}
+	if ee, ok := err.(*exec.ExitError); ok {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			o.crashed = true
+		}
+		// a Go runtime crash (fatal signal in cgo code, SIGABRT from a C
+		// assert) exits with status 2 and a "SIGxxx" / "fatal error" banner
+		if strings.Contains(o.out, "\nSIG") || strings.HasPrefix(o.out, "SIG") ||
+			strings.Contains(o.out, "fatal error:") || strings.Contains(o.out, "Assertion") {
+			o.crashed = true
+		}
+	}
+	return o
+}
+
+// headLines keeps failure messages readable.
+func headLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines[n] = "..."
+	}
+	return strings.Join(lines, "\n")
+}
+
+// runChild runs a child to completion and returns its output. A child that
+// crashes or reports failure fails the test.
+func runChild(t *testing.T, role string, env ...string) string {
+	t.Helper()
+	o := execChild(role, env...)
+	if o.crashed {
+		t.Fatalf("child %s (%s) CRASHED — a crash, not an error:\n%s", role, strings.Join(env, " "), headLines(o.out, 40))
+	}
+	if o.err != nil || !strings.Contains(o.out, "CHILD-OK") {
+		t.Fatalf("child %s (%s) failed: %v\n%s", role, strings.Join(env, " "), o.err, headLines(o.out, 40))
+	}
+	return o.out
+}

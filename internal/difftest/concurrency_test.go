@@ -1,0 +1,449 @@
+package difftest
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// Concurrency: readers must always see a consistent snapshot while writers
+// (goroutines in this process, and another process) commit. The invariants:
+// the balances in "acct" always sum to accounts*initial, and the counter
+// "gen" in "meta" equals the number of entries in "log" (each committed write
+// txn bumps both).
+
+const (
+	accounts       = 64
+	initialBalance = 1000
+)
+
+func init() {
+	childRoles["bank-writer"] = bankChild
+}
+
+func bankOpts() envOpts { return envOpts{mapSize: 64 << 20, maxDBs: 4} }
+
+type bankDBIs struct{ acct, meta, log uint32 }
+
+func bankOpen(txn tTxn, flags uint) (bankDBIs, error) {
+	var d bankDBIs
+	var err error
+	if d.acct, err = txn.openDBI("acct", flags); err != nil {
+		return d, err
+	}
+	if d.meta, err = txn.openDBI("meta", flags); err != nil {
+		return d, err
+	}
+	d.log, err = txn.openDBI("log", flags)
+	return d, err
+}
+
+func u64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
+
+func acctKey(i int) []byte { return []byte(fmt.Sprintf("acct%03d", i)) }
+
+func bankInit(t *testing.T, dir string) {
+	env, err := subject.openEnv(dir, bankOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.close()
+	txn, err := env.begin(nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := bankOpen(txn, fCreate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < accounts; i++ {
+		if err := txn.put(d.acct, acctKey(i), u64(initialBalance), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := txn.put(d.meta, []byte("gen"), u64(0), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// bankTransfer moves a random amount between accounts inside txn.
+func bankTransfer(txn tTxn, d bankDBIs, r *rand.Rand) error {
+	a, b := r.Intn(accounts), r.Intn(accounts)
+	va, err := txn.get(d.acct, acctKey(a))
+	if err != nil {
+		return err
+	}
+	ba := binary.LittleEndian.Uint64(va)
+	amt := uint64(r.Intn(int(ba) + 1))
+	if err := txn.put(d.acct, acctKey(a), u64(ba-amt), 0); err != nil {
+		return err
+	}
+	vb, err := txn.get(d.acct, acctKey(b))
+	if err != nil {
+		return err
+	}
+	return txn.put(d.acct, acctKey(b), u64(binary.LittleEndian.Uint64(vb)+amt), 0)
+}
+
+// bankWrite runs one write txn: transfers, maybe a nested txn that is
+// aborted, and the gen/log bump. With abort set the whole txn is abandoned.
+// tag names the writer in the log value.
+func bankWrite(env tEnv, d bankDBIs, r *rand.Rand, tag string, abort bool) error {
+	txn, err := env.begin(nil, 0)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < 1+r.Intn(5); i++ {
+		if err := bankTransfer(txn, d, r); err != nil {
+			txn.abort()
+			return err
+		}
+	}
+	if r.Intn(4) == 0 {
+		child, err := env.begin(txn, 0)
+		if err != nil {
+			txn.abort()
+			return err
+		}
+		// a child that breaks the invariant and is aborted
+		if err := child.put(d.acct, acctKey(0), u64(1<<40), 0); err != nil {
+			child.abort()
+			txn.abort()
+			return err
+		}
+		child.abort()
+	}
+	gv, err := txn.get(d.meta, []byte("gen"))
+	if err != nil {
+		txn.abort()
+		return err
+	}
+	gen := binary.LittleEndian.Uint64(gv) + 1
+	if err := txn.put(d.meta, []byte("gen"), u64(gen), 0); err != nil {
+		txn.abort()
+		return err
+	}
+	if err := txn.put(d.log, []byte(fmt.Sprintf("%010d", gen)), []byte(tag), fNoOverwrite); err != nil {
+		txn.abort()
+		return err
+	}
+	if abort {
+		txn.abort()
+		return nil
+	}
+	return txn.commit()
+}
+
+// bankCheck verifies the invariants in one read snapshot; returns gen.
+func bankCheck(env tEnv, d bankDBIs) (uint64, error) {
+	txn, err := env.begin(nil, fReadonly)
+	if err != nil {
+		return 0, err
+	}
+	defer txn.abort()
+	sum := func() (uint64, int, error) {
+		c, err := txn.cursor(d.acct)
+		if err != nil {
+			return 0, 0, err
+		}
+		defer c.close()
+		var s uint64
+		n := 0
+		for op := cFirst; ; op = cNext {
+			_, v, err := c.get(nil, nil, op)
+			if subject.code(err) == eNotFound {
+				return s, n, nil
+			}
+			if err != nil {
+				return 0, 0, err
+			}
+			s += binary.LittleEndian.Uint64(v)
+			n++
+		}
+	}
+	s1, n, err := sum()
+	if err != nil {
+		return 0, err
+	}
+	if s1 != accounts*initialBalance || n != accounts {
+		return 0, fmt.Errorf("snapshot sees %d accounts summing to %d, want %d summing to %d",
+			n, s1, accounts, accounts*initialBalance)
+	}
+	gv, err := txn.get(d.meta, []byte("gen"))
+	if err != nil {
+		return 0, err
+	}
+	gen := binary.LittleEndian.Uint64(gv)
+	st, err := txn.stat(d.log)
+	if err != nil {
+		return 0, err
+	}
+	if st.items != gen {
+		return 0, fmt.Errorf("snapshot sees gen %d but %d log entries", gen, st.items)
+	}
+	if s2, _, err := sum(); err != nil || s2 != s1 {
+		return 0, fmt.Errorf("second scan in one snapshot: %d, %v", s2, err)
+	}
+	return gen, nil
+}
+
+func TestConcurrentReadersWriter(t *testing.T) {
+	dir := t.TempDir()
+	bankInit(t, dir)
+	env, err := subject.openEnv(dir, bankOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.close()
+	var d bankDBIs
+	func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		txn, err := env.begin(nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, err = bankOpen(txn, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := txn.commit(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	seed := masterSeed(t)
+	writes := 1500 * testScale(t)
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	var committed int
+	var werr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer done.Store(true)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		r := rand.New(rand.NewSource(seed))
+		for i := 0; i < writes; i++ {
+			abort := r.Intn(8) == 0
+			if werr = bankWrite(env, d, r, "w", abort); werr != nil {
+				return
+			}
+			if !abort {
+				committed++
+			}
+		}
+	}()
+	const readers = 4
+	checks := make([]int, readers)
+	errs := make([]error, readers)
+	for i := 0; i < readers; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			var last uint64
+			for {
+				finished := done.Load()
+				gen, err := bankCheck(env, d)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				if gen < last {
+					errs[i] = fmt.Errorf("gen went backwards: %d after %d", gen, last)
+					return
+				}
+				last = gen
+				checks[i]++
+				if finished {
+					return
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+	if werr != nil {
+		t.Fatalf("writer: %v", werr)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("reader %d: %v", i, err)
+		}
+	}
+	gen, err := bankCheck(env, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gen != uint64(committed) {
+		t.Errorf("final gen %d, writer committed %d", gen, committed)
+	}
+	if err := env.check(); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+	t.Logf("%d write txns (%d committed), reader snapshots checked: %v", writes, committed, checks)
+}
+
+// bankChild is the second process: it commits DIFFTEST_WRITES write txns on
+// the shared env, checking the invariants between them, and prints how many
+// it committed.
+func bankChild() error {
+	env, err := subject.openEnv(os.Getenv("DIFFTEST_DIR"), bankOpts())
+	if err != nil {
+		return err
+	}
+	defer env.close()
+	txn, err := env.begin(nil, 0)
+	if err != nil {
+		return err
+	}
+	d, err := bankOpen(txn, 0)
+	if err != nil {
+		return err
+	}
+	if err := txn.commit(); err != nil {
+		return err
+	}
+	n, _ := strconv.Atoi(os.Getenv("DIFFTEST_WRITES"))
+	seed, _ := strconv.ParseInt(os.Getenv("DIFFTEST_SEED"), 10, 64)
+	r := rand.New(rand.NewSource(seed))
+	committed := 0
+	for i := 0; i < n; i++ {
+		abort := r.Intn(8) == 0
+		if err := bankWrite(env, d, r, "child", abort); err != nil {
+			return err
+		}
+		if !abort {
+			committed++
+		}
+		if i%10 == 0 {
+			if _, err := bankCheck(env, d); err != nil {
+				return fmt.Errorf("child reader: %w", err)
+			}
+		}
+	}
+	fmt.Printf("COMMITTED %d\n", committed)
+	return nil
+}
+
+func TestTwoProcesses(t *testing.T) {
+	dir := t.TempDir()
+	bankInit(t, dir)
+	seed := masterSeed(t)
+	writes := 600 * testScale(t)
+
+	var childOut childOutcome
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		childOut = execChild("bank-writer", "DIFFTEST_DIR="+dir,
+			"DIFFTEST_WRITES="+strconv.Itoa(writes), "DIFFTEST_SEED="+strconv.FormatInt(seed+1, 10))
+	}()
+
+	env, err := subject.openEnv(dir, bankOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.close()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	txn, err := env.begin(nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := bankOpen(txn, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.commit(); err != nil {
+		t.Fatal(err)
+	}
+	// a reader goroutine in this process while this goroutine writes
+	var done atomic.Bool
+	var rerr error
+	rchecks := 0
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			finished := done.Load()
+			if _, err := bankCheck(env, d); err != nil {
+				rerr = err
+				return
+			}
+			rchecks++
+			if finished {
+				return
+			}
+		}
+	}()
+	r := rand.New(rand.NewSource(seed))
+	committed := 0
+	for i := 0; i < writes; i++ {
+		abort := r.Intn(8) == 0
+		if err := bankWrite(env, d, r, "parent", abort); err != nil {
+			done.Store(true)
+			wg.Wait()
+			t.Fatalf("parent writer: %v", err)
+		}
+		if !abort {
+			committed++
+		}
+	}
+	done.Store(true)
+	wg.Wait()
+	if rerr != nil {
+		t.Errorf("parent reader: %v", rerr)
+	}
+	if childOut.crashed || childOut.err != nil || !strings.Contains(childOut.out, "CHILD-OK") {
+		t.Fatalf("child: crashed=%v err=%v\n%s", childOut.crashed, childOut.err, headLines(childOut.out, 30))
+	}
+	var childCommitted int
+	for _, l := range strings.Split(childOut.out, "\n") {
+		if strings.HasPrefix(l, "COMMITTED ") {
+			childCommitted, _ = strconv.Atoi(strings.TrimPrefix(l, "COMMITTED "))
+		}
+	}
+	gen, err := bankCheck(env, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gen != uint64(committed+childCommitted) {
+		t.Errorf("gen %d, but parent committed %d and child %d: lost or phantom updates", gen, committed, childCommitted)
+	}
+	// both writers' entries are in the log
+	rt, err := env.begin(nil, fReadonly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kvs, _, err := dumpTxnDB(subject, rt, d.log)
+	rt.abort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags := map[string]int{}
+	switches := 0
+	for i, kv := range kvs {
+		tags[string(kv.v)]++
+		if i > 0 && string(kv.v) != string(kvs[i-1].v) {
+			switches++
+		}
+	}
+	if tags["parent"] != committed || tags["child"] != childCommitted {
+		t.Errorf("log entries by writer %v, want parent=%d child=%d", tags, committed, childCommitted)
+	}
+	if err := env.check(); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+	t.Logf("parent committed %d, child committed %d, writer changed %d times in commit order, parent reader snapshots %d",
+		committed, childCommitted, switches, rchecks)
+}

@@ -1,0 +1,78 @@
+package difftest
+
+import (
+	"fmt"
+	"os"
+)
+
+// The harness talks to an engine only through these interfaces, so every test
+// is written once and run against both our lmdb package and lmdb-go. Numeric
+// flag, cursor-op and error values are LMDB's, identical in both packages.
+
+// engine is one implementation of the LMDB API.
+type engine interface {
+	name() string
+	// hasCheck reports whether Txn.Check / Env.Check are real structural
+	// checks (ours) rather than no-ops (stock LMDB has no checker).
+	hasCheck() bool
+	openEnv(path string, o envOpts) (tEnv, error)
+	// code maps an error returned by this engine to its LMDB errno
+	// (negative MDB_* values or positive system errno); 0 for nil and
+	// errNotErrno for errors that carry no errno.
+	code(err error) int
+}
+
+const errNotErrno = -1
+
+type envOpts struct {
+	mapSize int64
+	maxDBs  int
+	flags   uint
+	mode    os.FileMode
+}
+
+type tStat struct {
+	psize                         uint
+	depth                         uint
+	branch, leaf, overflow, items uint64
+}
+
+func (s tStat) String() string {
+	return fmt.Sprintf("{psize=%d depth=%d branch=%d leaf=%d ovf=%d entries=%d}",
+		s.psize, s.depth, s.branch, s.leaf, s.overflow, s.items)
+}
+
+type tEnv interface {
+	begin(parent tTxn, flags uint) (tTxn, error)
+	stat() (tStat, error)
+	check() error
+	sync(force bool) error
+	setMapSize(n int64) error
+	maxKeySize() int
+	lastPgno() (uint64, error)
+	copyTo(path string, compact bool) error
+	close() error
+}
+
+type tTxn interface {
+	openDBI(name string, flags uint) (uint32, error)
+	dbFlags(dbi uint32) (uint, error)
+	get(dbi uint32, key []byte) ([]byte, error)
+	put(dbi uint32, key, val []byte, flags uint) error
+	putReserve(dbi uint32, key []byte, n int, flags uint) ([]byte, error)
+	del(dbi uint32, key, val []byte) error
+	cursor(dbi uint32) (tCursor, error)
+	stat(dbi uint32) (tStat, error)
+	drop(dbi uint32, del bool) error
+	commit() error
+	abort()
+	check() error
+}
+
+type tCursor interface {
+	get(k, v []byte, op uint) ([]byte, []byte, error)
+	put(k, v []byte, flags uint) error
+	putReserve(k []byte, n int, flags uint) ([]byte, error)
+	del(flags uint) error
+	close()
+}

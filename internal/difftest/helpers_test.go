@@ -1,0 +1,120 @@
+package difftest
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	lmdb "github.com/PowerDNS/lmdb-go/lmdb"
+)
+
+// Numeric LMDB constants shared by both packages (the values are LMDB's
+// public ABI; our package must use the same ones).
+const (
+	fCreate      = uint(lmdb.Create)
+	fIntegerKey  = uint(lmdb.IntegerKey)
+	fReverseKey  = uint(lmdb.ReverseKey)
+	fNoOverwrite = uint(lmdb.NoOverwrite)
+	fAppend      = uint(lmdb.Append)
+	fCurrent     = uint(lmdb.Current)
+	fReadonly    = uint(lmdb.Readonly)
+	fNoSync      = uint(lmdb.NoSync)
+	fNoSubdir    = uint(lmdb.NoSubdir)
+
+	cFirst      = uint(lmdb.First)
+	cLast       = uint(lmdb.Last)
+	cNext       = uint(lmdb.Next)
+	cPrev       = uint(lmdb.Prev)
+	cSet        = uint(lmdb.Set)
+	cSetKey     = uint(lmdb.SetKey)
+	cSetRange   = uint(lmdb.SetRange)
+	cGetCurrent = uint(lmdb.GetCurrent)
+
+	eKeyExist     = int(lmdb.KeyExist)
+	eNotFound     = int(lmdb.NotFound)
+	ePageNotFound = int(lmdb.PageNotFound)
+	eCorrupted    = int(lmdb.Corrupted)
+	eInvalid      = int(lmdb.Invalid)
+	eMapFull      = int(lmdb.MapFull)
+	eBadValSize   = int(lmdb.BadValSize)
+	eBadTxn       = int(lmdb.BadTxn)
+	eVersion      = int(lmdb.VersionMismatch)
+	ePanic        = int(lmdb.Panic)
+)
+
+var (
+	flagSeed = flag.Int64("difftest.seed", 0,
+		"run only the differential sequence with this seed (as printed by a failure)")
+	flagKeepGoing = flag.Int("difftest.keepgoing", 1,
+		"differential sequences allowed to fail (each is shrunk and reported) before the test stops")
+	flagTolerate = flag.String("difftest.tolerate", "",
+		"exploration only: comma-separated known difference classes to step around so that other "+
+			"differences can be found (keysize: lookups with keys over 511 bytes; failedpos: cursor "+
+			"position after a failed Set*/put; afterdel: cursor position after a cursor Del). Never set by default.")
+	flagPages = flag.Bool("difftest.pages", false,
+		"also require identical Stat page counts and depth (ours vs stock split policy)")
+	flagMaster = flag.Int64("difftest.master", 0,
+		"master seed for the randomised tests (0 = derived from the clock and printed)")
+)
+
+// testScale is DLMDB_TEST_SCALE (default 1): a multiplier for randomised
+// test budgets.
+func testScale(t testing.TB) int {
+	s := os.Getenv("DLMDB_TEST_SCALE")
+	if s == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("DLMDB_TEST_SCALE=%q: want a positive integer", s)
+	}
+	return n
+}
+
+// masterSeed returns the seed for a randomised test and logs how to repeat it.
+func masterSeed(t testing.TB) int64 {
+	seed := *flagMaster
+	if seed == 0 {
+		seed = time.Now().UnixNano() & 0x7fffffffffff
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s: master seed %d; repeat with: go test ./internal/difftest -run '^%s$' -difftest.master=%d -v",
+				t.Name(), seed, t.Name(), seed)
+		}
+	})
+	return seed
+}
+
+func errName(code int) string {
+	switch code {
+	case 0:
+		return "ok"
+	case errNotErrno:
+		return "non-errno-error"
+	}
+	names := map[int]string{eKeyExist: "KeyExist", eNotFound: "NotFound", ePageNotFound: "PageNotFound",
+		eCorrupted: "Corrupted", eInvalid: "Invalid", eMapFull: "MapFull", eBadValSize: "BadValSize",
+		eBadTxn: "BadTxn", eVersion: "VersionMismatch", ePanic: "Panic", 22: "EINVAL", 13: "EACCES",
+		2: "ENOENT", 12: "ENOMEM"}
+	if n, ok := names[code]; ok {
+		return n
+	}
+	if code < 0 {
+		return fmt.Sprintf("%v(%d)", lmdb.Errno(code), code)
+	}
+	return fmt.Sprintf("errno %d", code)
+}
+
+func tolerated(class string) bool {
+	for _, c := range strings.Split(*flagTolerate, ",") {
+		if c == class {
+			return true
+		}
+	}
+	return false
+}

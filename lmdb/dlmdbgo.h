@@ -1,0 +1,392 @@
+/*
+ * dlmdbgo.h - the thin C layer between package lmdb and the engine.
+ *
+ * Every helper here is static inline, so no symbol of this file reaches the
+ * linker (one binary may also contain github.com/PowerDNS/lmdb-go and its
+ * own helpers).  The helpers exist for three reasons:
+ *
+ *   - Go passes byte strings as (char *, size_t).  A char has no pointers
+ *     inside, so cgo does not have to inspect the Go memory at call time,
+ *     and with "#cgo noescape" the Go slices need not move to the heap.
+ *   - The MDB_val structs the engine reads and writes live on the C stack;
+ *     results come back to Go as small structs returned by value, which
+ *     costs no Go allocation.
+ *   - A key or value the engine did not replace (it still points at the
+ *     caller's Go memory) is reported with a flag instead of a pointer, so no
+ *     Go pointer ever travels back through C.
+ */
+#ifndef DLMDBGO_H
+#define DLMDBGO_H
+
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include "lmdb.h"
+
+/* Address used for zero-length byte strings: never NULL, never Go memory. */
+static char dlmdbgo_empty[1];
+
+static inline void *dlmdbgo_bytes(char *p, size_t n)
+{
+	return n ? (void *)p : (void *)dlmdbgo_empty;
+}
+
+/* A single returned byte string. */
+typedef struct {
+	int rc;
+	size_t len;
+	char *data;
+} dlmdbgo_item;
+
+/* Flags of dlmdbgo_pair.same: the engine left that side untouched. */
+enum { DLMDBGO_SAME_KEY = 1, DLMDBGO_SAME_VAL = 2 };
+
+/* A returned key/value pair. */
+typedef struct {
+	int rc;
+	int same;
+	size_t klen;
+	char *kdata;
+	size_t vlen;
+	char *vdata;
+} dlmdbgo_pair;
+
+/* ---- items through a transaction ---- */
+
+static inline dlmdbgo_item dlmdbgo_get(MDB_txn *txn, MDB_dbi dbi, char *kp, size_t kn)
+{
+	MDB_val k, v;
+	dlmdbgo_item out;
+	k.mv_size = kn;
+	k.mv_data = dlmdbgo_bytes(kp, kn);
+	v.mv_size = 0;
+	v.mv_data = NULL;
+	out.rc = mdb_get(txn, dbi, &k, &v);
+	out.len = out.rc ? 0 : v.mv_size;
+	out.data = out.rc ? NULL : (char *)v.mv_data;
+	return out;
+}
+
+static inline int dlmdbgo_put(MDB_txn *txn, MDB_dbi dbi, char *kp, size_t kn,
+			      char *vp, size_t vn, unsigned int flags)
+{
+	MDB_val k, v;
+	k.mv_size = kn;
+	k.mv_data = dlmdbgo_bytes(kp, kn);
+	v.mv_size = vn;
+	v.mv_data = dlmdbgo_bytes(vp, vn);
+	return mdb_put(txn, dbi, &k, &v, flags);
+}
+
+static inline dlmdbgo_item dlmdbgo_reserve(MDB_txn *txn, MDB_dbi dbi, char *kp, size_t kn,
+					   size_t n, unsigned int flags)
+{
+	MDB_val k, v;
+	dlmdbgo_item out;
+	k.mv_size = kn;
+	k.mv_data = dlmdbgo_bytes(kp, kn);
+	v.mv_size = n;
+	v.mv_data = NULL;
+	out.rc = mdb_put(txn, dbi, &k, &v, flags | MDB_RESERVE);
+	out.len = out.rc ? 0 : v.mv_size;
+	out.data = out.rc ? NULL : (char *)v.mv_data;
+	return out;
+}
+
+/* The value is always handed over (possibly empty), as lmdb-go does. */
+static inline int dlmdbgo_del(MDB_txn *txn, MDB_dbi dbi, char *kp, size_t kn,
+			      char *vp, size_t vn)
+{
+	MDB_val k, v;
+	k.mv_size = kn;
+	k.mv_data = dlmdbgo_bytes(kp, kn);
+	v.mv_size = vn;
+	v.mv_data = dlmdbgo_bytes(vp, vn);
+	return mdb_del(txn, dbi, &k, &v);
+}
+
+/* ---- handles ---- */
+
+typedef struct {
+	int rc;
+	MDB_txn *txn;
+} dlmdbgo_txn_res;
+
+static inline dlmdbgo_txn_res dlmdbgo_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags)
+{
+	dlmdbgo_txn_res out;
+	out.txn = NULL;
+	out.rc = mdb_txn_begin(env, parent, flags, &out.txn);
+	return out;
+}
+
+typedef struct {
+	int rc;
+	MDB_cursor *cur;
+} dlmdbgo_cursor_res;
+
+static inline dlmdbgo_cursor_res dlmdbgo_cursor_open(MDB_txn *txn, MDB_dbi dbi)
+{
+	dlmdbgo_cursor_res out;
+	out.cur = NULL;
+	out.rc = mdb_cursor_open(txn, dbi, &out.cur);
+	return out;
+}
+
+typedef struct {
+	int rc;
+	MDB_dbi dbi;
+} dlmdbgo_dbi_res;
+
+static inline dlmdbgo_dbi_res dlmdbgo_dbi_open(MDB_txn *txn, const char *name, unsigned int flags)
+{
+	dlmdbgo_dbi_res out;
+	out.dbi = 0;
+	out.rc = mdb_dbi_open(txn, name, flags, &out.dbi);
+	return out;
+}
+
+typedef struct {
+	int rc;
+	unsigned long long n;
+} dlmdbgo_num;
+
+static inline dlmdbgo_num dlmdbgo_dbi_flags(MDB_txn *txn, MDB_dbi dbi)
+{
+	dlmdbgo_num out;
+	unsigned int f = 0;
+	out.rc = mdb_dbi_flags(txn, dbi, &f);
+	out.n = f;
+	return out;
+}
+
+/* ---- cursors ---- */
+
+static inline dlmdbgo_pair dlmdbgo_cursor_get(MDB_cursor *cur, char *kp, size_t kn,
+					      char *vp, size_t vn, int op)
+{
+	MDB_val k, v;
+	void *kin, *vin;
+	dlmdbgo_pair out;
+	k.mv_size = kn;
+	k.mv_data = kin = dlmdbgo_bytes(kp, kn);
+	v.mv_size = vn;
+	v.mv_data = vin = dlmdbgo_bytes(vp, vn);
+	out.rc = mdb_cursor_get(cur, &k, &v, (MDB_cursor_op)op);
+	out.same = 0;
+	out.klen = out.vlen = 0;
+	out.kdata = out.vdata = NULL;
+	if (out.rc)
+		return out;
+	if (k.mv_data == kin)
+		out.same |= DLMDBGO_SAME_KEY;
+	else {
+		out.klen = k.mv_size;
+		out.kdata = (char *)k.mv_data;
+	}
+	if (v.mv_data == vin)
+		out.same |= DLMDBGO_SAME_VAL;
+	else {
+		out.vlen = v.mv_size;
+		out.vdata = (char *)v.mv_data;
+	}
+	return out;
+}
+
+static inline int dlmdbgo_cursor_put(MDB_cursor *cur, char *kp, size_t kn,
+				     char *vp, size_t vn, unsigned int flags)
+{
+	MDB_val k, v;
+	k.mv_size = kn;
+	k.mv_data = dlmdbgo_bytes(kp, kn);
+	v.mv_size = vn;
+	v.mv_data = dlmdbgo_bytes(vp, vn);
+	return mdb_cursor_put(cur, &k, &v, flags);
+}
+
+static inline dlmdbgo_item dlmdbgo_cursor_reserve(MDB_cursor *cur, char *kp, size_t kn,
+						  size_t n, unsigned int flags)
+{
+	MDB_val k, v;
+	dlmdbgo_item out;
+	k.mv_size = kn;
+	k.mv_data = dlmdbgo_bytes(kp, kn);
+	v.mv_size = n;
+	v.mv_data = NULL;
+	out.rc = mdb_cursor_put(cur, &k, &v, flags | MDB_RESERVE);
+	out.len = out.rc ? 0 : v.mv_size;
+	out.data = out.rc ? NULL : (char *)v.mv_data;
+	return out;
+}
+
+/* MDB_MULTIPLE takes two MDB_vals: element size + first element, then the
+ * element count (which the engine overwrites with the number stored). */
+static inline dlmdbgo_num dlmdbgo_cursor_put_multiple(MDB_cursor *cur, char *kp, size_t kn,
+						      char *page, size_t count, size_t stride,
+						      unsigned int flags)
+{
+	MDB_val k, v[2];
+	dlmdbgo_num out;
+	k.mv_size = kn;
+	k.mv_data = dlmdbgo_bytes(kp, kn);
+	v[0].mv_size = stride;
+	v[0].mv_data = dlmdbgo_bytes(page, count * stride);
+	v[1].mv_size = count;
+	v[1].mv_data = NULL;
+	out.rc = mdb_cursor_put(cur, &k, v, flags | MDB_MULTIPLE);
+	out.n = v[1].mv_size;
+	return out;
+}
+
+static inline dlmdbgo_num dlmdbgo_cursor_count(MDB_cursor *cur)
+{
+	dlmdbgo_num out;
+	mdb_size_t n = 0;
+	out.rc = mdb_cursor_count(cur, &n);
+	out.n = n;
+	return out;
+}
+
+/* ---- environment ---- */
+
+typedef struct {
+	int rc;
+	MDB_env *env;
+} dlmdbgo_env_res;
+
+static inline dlmdbgo_env_res dlmdbgo_env_create(void)
+{
+	dlmdbgo_env_res out;
+	out.env = NULL;
+	out.rc = mdb_env_create(&out.env);
+	return out;
+}
+
+static inline dlmdbgo_num dlmdbgo_env_fd(MDB_env *env)
+{
+	dlmdbgo_num out;
+	mdb_filehandle_t fd = (mdb_filehandle_t)-1;
+	out.rc = mdb_env_get_fd(env, &fd);
+	out.n = (unsigned long long)(long long)fd;
+	return out;
+}
+
+static inline dlmdbgo_num dlmdbgo_env_flags(MDB_env *env)
+{
+	dlmdbgo_num out;
+	unsigned int f = 0;
+	out.rc = mdb_env_get_flags(env, &f);
+	out.n = f;
+	return out;
+}
+
+static inline dlmdbgo_num dlmdbgo_env_maxreaders(MDB_env *env)
+{
+	dlmdbgo_num out;
+	unsigned int n = 0;
+	out.rc = mdb_env_get_maxreaders(env, &n);
+	out.n = n;
+	return out;
+}
+
+static inline dlmdbgo_num dlmdbgo_reader_check(MDB_env *env)
+{
+	dlmdbgo_num out;
+	int dead = 0;
+	out.rc = mdb_reader_check(env, &dead);
+	out.n = (unsigned long long)dead;
+	return out;
+}
+
+typedef struct {
+	int rc;
+	const char *path;
+} dlmdbgo_path_res;
+
+static inline dlmdbgo_path_res dlmdbgo_env_path(MDB_env *env)
+{
+	dlmdbgo_path_res out;
+	out.path = NULL;
+	out.rc = mdb_env_get_path(env, &out.path);
+	return out;
+}
+
+/* The reader table is gathered into one malloc'd buffer: each line the
+ * engine reports is stored followed by a NUL, so Go can hand the lines to
+ * the user's function one by one without a callback into Go. */
+typedef struct {
+	char *buf;
+	size_t len, cap;
+	int nomem;
+} dlmdbgo_lines;
+
+static int dlmdbgo_lines_add(const char *msg, void *ctx)
+{
+	dlmdbgo_lines *l = (dlmdbgo_lines *)ctx;
+	size_t n = strlen(msg) + 1;
+	if (l->len + n > l->cap) {
+		size_t cap = l->cap ? l->cap : 256;
+		char *nb;
+		while (cap < l->len + n)
+			cap *= 2;
+		nb = (char *)realloc(l->buf, cap);
+		if (nb == NULL) {
+			l->nomem = 1;
+			return -1;
+		}
+		l->buf = nb;
+		l->cap = cap;
+	}
+	memcpy(l->buf + l->len, msg, n);
+	l->len += n;
+	return 0;
+}
+
+typedef struct {
+	int rc;
+	size_t len;
+	char *buf;
+} dlmdbgo_text;
+
+static inline dlmdbgo_text dlmdbgo_reader_list(MDB_env *env)
+{
+	dlmdbgo_lines l = { NULL, 0, 0, 0 };
+	dlmdbgo_text out;
+	out.rc = mdb_reader_list(env, dlmdbgo_lines_add, &l);
+	if (l.nomem)
+		out.rc = ENOMEM;
+	out.len = l.len;
+	out.buf = l.buf;
+	return out;
+}
+
+/* ---- library ---- */
+
+typedef struct {
+	int major, minor, patch;
+	const char *text;
+} dlmdbgo_version_res;
+
+static inline dlmdbgo_version_res dlmdbgo_version(void)
+{
+	dlmdbgo_version_res out;
+	out.text = mdb_version(&out.major, &out.minor, &out.patch);
+	return out;
+}
+
+/* Structure check: the reason for a failure comes back inline. */
+typedef struct {
+	int rc;
+	char why[400];
+} dlmdbgo_check_res;
+
+static inline dlmdbgo_check_res dlmdbgo_txn_check(MDB_txn *txn)
+{
+	dlmdbgo_check_res out;
+	out.why[0] = '\0';
+	out.rc = mdb_txn_check(txn, out.why, sizeof(out.why));
+	out.why[sizeof(out.why) - 1] = '\0';
+	return out;
+}
+
+#endif /* DLMDBGO_H */
