@@ -61,7 +61,7 @@ func runAgentMem(c *Config) (*Table, error) {
 	ours, stock := c.Engines()
 	engines := []Engine{ours, stock}
 	bases := []int{c.Size(10_000, 10_000, 200), c.Size(1_000_000, 100_000, 400)}
-	rounds := c.RoundsOr(5, 5)
+	rounds := c.RoundsOr(9, 9)
 	fast := amSizes{c.Size(2000, 1000, 20), c.Size(20_000, 10_000, 50), c.Size(5000, 2000, 20), c.Size(2000, 1000, 20), c.Size(20_000, 5000, 50)}
 	durable := amSizes{c.Size(100, 50, 5), c.Size(20_000, 10_000, 50), c.Size(5000, 2000, 20), c.Size(100, 50, 5), c.Size(1000, 500, 20)}
 	t := &Table{Sides: []string{ours.Name(), stock.Name()}}
@@ -78,7 +78,7 @@ func runAgentMem(c *Config) (*Table, error) {
 			}
 		}
 		maxRecords := base + 2*rounds*(fast.Inserts+durable.Inserts)
-		mapSize := int64(maxRecords)*amValLen*3 + 64<<20
+		mapSize := int64(maxRecords)*amValLen*8 + 256<<20 // generous: virtual space only
 		c.Logf("agentmem: loading %s base records per engine", Comma(base))
 		for i, e := range engines {
 			s, err := openScratch(c, e, "agentmem", Options{MapSize: mapSize, Flags: NoSync | NoMetaSync})

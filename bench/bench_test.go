@@ -320,17 +320,32 @@ func TestJSONOutput(t *testing.T) {
 	}
 }
 
-// corruptEngine wraps an engine and flips a byte in every value Get returns.
-type corruptEngine struct{ bench.Engine }
-type corruptEnv struct{ bench.Env }
-type corruptTxn struct{ bench.Txn }
+// corruptEngine wraps an engine and damages what it returns: with gets set
+// it flips a byte in every value Get returns, otherwise it makes cursors
+// skip one entry after the first.
+type corruptEngine struct {
+	bench.Engine
+	gets bool
+}
+type corruptEnv struct {
+	bench.Env
+	gets bool
+}
+type corruptTxn struct {
+	bench.Txn
+	gets bool
+}
+type corruptCursor struct {
+	bench.Cursor
+	skipped bool
+}
 
 func (e corruptEngine) Open(dir string, o bench.Options) (bench.Env, error) {
 	env, err := e.Engine.Open(dir, o)
 	if err != nil {
 		return nil, err
 	}
-	return corruptEnv{env}, nil
+	return corruptEnv{env, e.gets}, nil
 }
 
 func (e corruptEnv) Begin(ro bool) (bench.Txn, error) {
@@ -338,12 +353,12 @@ func (e corruptEnv) Begin(ro bool) (bench.Txn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return corruptTxn{t}, nil
+	return corruptTxn{t, e.gets}, nil
 }
 
 func (x corruptTxn) Get(db bench.DB, key []byte) ([]byte, error) {
 	v, err := x.Txn.Get(db, key)
-	if err != nil || len(v) == 0 {
+	if !x.gets || err != nil || len(v) == 0 {
 		return v, err
 	}
 	w := append([]byte(nil), v...)
@@ -351,13 +366,46 @@ func (x corruptTxn) Get(db bench.DB, key []byte) ([]byte, error) {
 	return w, nil
 }
 
+func (x corruptTxn) Cursor(db bench.DB) (bench.Cursor, error) {
+	c, err := x.Txn.Cursor(db)
+	if x.gets || err != nil {
+		return c, err
+	}
+	return &corruptCursor{Cursor: c}, nil
+}
+
+func (c *corruptCursor) Next() ([]byte, []byte, error) {
+	if !c.skipped {
+		c.skipped = true
+		c.Cursor.Next()
+	}
+	return c.Cursor.Next()
+}
+
 func TestWrongResultsFailLoudly(t *testing.T) {
-	for _, id := range []string{"dropin", "startup"} {
-		c := &bench.Config{Quick: true, Scale: 0.01, Rounds: 1, TmpDir: t.TempDir(), Ours: corruptEngine{bench.Stock}}
-		if _, err := bench.Run(c, []string{id}); err == nil {
-			t.Fatalf("%s: corrupted values were not detected", id)
-		} else {
-			t.Logf("%s: detected: %v", id, err)
+	cases := []struct {
+		suite, rows string
+		gets        bool
+		want        string
+	}{
+		{"dropin", "", true, "wrong"},
+		{"startup", "", true, "wrong"},
+		{"agentmem", "", true, "wrong value"},
+		{"dropin", "full scan", false, "full scan saw"},
+		{"dropin", "range scan", false, "range scans saw"},
+		{"agentmem", "recent", false, "recent-10"},
+	}
+	for _, tc := range cases {
+		c := &bench.Config{Quick: true, Scale: 0.01, Rounds: 1, TmpDir: t.TempDir(), Ours: corruptEngine{bench.Stock, tc.gets}}
+		if tc.rows != "" {
+			c.Rows = regexp.MustCompile(tc.rows)
+		}
+		_, err := bench.Run(c, []string{tc.suite})
+		if err == nil {
+			t.Fatalf("%s %q: damaged results were not detected", tc.suite, tc.rows)
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("%s %q: error %q does not mention %q", tc.suite, tc.rows, err, tc.want)
 		}
 	}
 }

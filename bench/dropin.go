@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -45,7 +47,9 @@ func runDropin(c *Config) (*Table, error) {
 	keys := MakeKeys(sz.N + 1)
 	vals := MakeValues(sz.N, sz.ValSize)
 	key := keys.At
-	bulkOpts := Options{MapSize: int64(sz.N)*400 + 64<<20, Flags: NoSync | NoMetaSync}
+	// The map is virtual address space; make it generous so that no engine
+	// runs out of room on the delete-heavy rows (the file grows only as used).
+	bulkOpts := Options{MapSize: int64(sz.N)*2000 + 256<<20, Flags: NoSync | NoMetaSync}
 
 	// The read workloads share one loaded environment per engine.
 	c.Logf("loading %s entries per engine", Comma(sz.N))
@@ -170,6 +174,9 @@ func runDropin(c *Config) (*Table, error) {
 			return 0, err
 		}
 		el := time.Since(t0)
+		if fi, err := os.Stat(filepath.Join(s.dir, "data.mdb")); err == nil {
+			c.Logf("  %s: data.mdb %.1f MiB after %s deletes", e.Name(), float64(fi.Size())/(1<<20), Comma(ndel))
+		}
 		// Verify: the count, every deleted key gone, every kept key intact.
 		rt, err := s.Begin(true)
 		if err != nil {
@@ -314,7 +321,7 @@ func runDropin(c *Config) (*Table, error) {
 		}
 	}()
 	for i, e := range engines {
-		s, err := openScratch(c, e, "dropin-durable", Options{MapSize: 64 << 20})
+		s, err := openScratch(c, e, "dropin-durable", Options{MapSize: 256 << 20})
 		if err != nil {
 			return nil, err
 		}
@@ -377,7 +384,7 @@ func runDropin(c *Config) (*Table, error) {
 			break
 		}
 		c.Logf("loading %s keys × %d duplicates (%s)", Comma(sz.DupKeys), sz.Dups, e.Name())
-		s, err := openScratch(c, e, "dropin-dups", Options{MapSize: int64(sz.DupKeys*sz.Dups)*100 + 64<<20, MaxDBs: 2, Flags: NoSync | NoMetaSync})
+		s, err := openScratch(c, e, "dropin-dups", Options{MapSize: int64(sz.DupKeys*sz.Dups)*400 + 256<<20, MaxDBs: 2, Flags: NoSync | NoMetaSync})
 		if err != nil {
 			return nil, err
 		}

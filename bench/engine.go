@@ -2,11 +2,21 @@
 //
 // A workload is written once against the small Engine interface below and
 // runs on two adapters linked into the same binary: our drop-in package
-// github.com/dlmdb/dlmdb-go/lmdb ("ours") and stock
-// github.com/PowerDNS/lmdb-go/lmdb v1.9.3 ("lmdb-go"). The harness alternates
-// the two sides round by round, keeps every round, reports median and
-// [min, max], verifies every result outside the timed section and renders
-// Markdown tables (or JSON) that cmd/benchall splices into README.md.
+// github.com/dlmdb/dlmdb-go/lmdb ("ours", adapter_ours.go, generated from
+// adapter_stock.go by gen_ours.sh) and stock github.com/PowerDNS/lmdb-go/lmdb
+// v1.9.3 ("lmdb-go"). The harness alternates the two sides round by round
+// (flipping who starts), keeps every round, reports median and [min, max],
+// verifies every result outside the timed section and renders Markdown
+// tables (or JSON) that cmd/benchall splices into README.md.
+//
+// Suites register themselves (Register) and run through Main:
+//
+//	go run ./cmd/benchall [-quick] [-readme README.md]   # every suite
+//	go run ./cmd/dropin_bench -quick -rounds 3           # one suite
+//	go run ./cmd/benchall -quick -only dropin -rows 'get' # development subset
+//
+// Building with -tags dlmdb_standin replaces ours by stock lmdb-go under a
+// STAND-IN label: an A/A run that shows the noise floor of every ratio.
 package bench
 
 import "errors"
@@ -63,7 +73,8 @@ type Env interface {
 	// Begin starts a transaction. Write transactions must be used from the
 	// goroutine that started them, on a locked OS thread (see LockThread).
 	Begin(readOnly bool) (Txn, error)
-	// Sync flushes the data file (force=true ignores NoSync).
+	// Sync flushes the data file to disk even under NoSync (a forced
+	// mdb_env_sync).
 	Sync() error
 	Close() error
 }

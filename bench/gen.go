@@ -1,3 +1,3 @@
 package bench
 
-//go:generate env TAG=dlmdb_wip sh gen_ours.sh
+//go:generate env TAG=!dlmdb_standin sh gen_ours.sh

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Regenerates adapter_ours.go from adapter_stock.go: same code, our import
 # path and "ours" identifiers. TAG is the build constraint of the generated
-# file ("" while our package links; "dlmdb_wip" while it is a work in progress).
+# file (normally "!dlmdb_standin": -tags dlmdb_standin swaps in ours_standin.go).
 TAG="${TAG-}"
 set -e
 {

@@ -1,4 +1,4 @@
-//go:build dlmdb_wip
+//go:build !dlmdb_standin
 
 package bench
 

@@ -1,10 +1,10 @@
-//go:build !dlmdb_wip
+//go:build dlmdb_standin
 
 package bench
 
-// Until our drop-in package links, "ours" is stock lmdb-go under another
-// name. Every table built with this file says so (StandIn reports true).
-// Build with -tags dlmdb_wip to measure the real package.
+// With -tags dlmdb_standin, "ours" is stock lmdb-go under another name: an
+// A/A run that shows how much two identical sides differ on this machine
+// (the noise floor of every ratio). Every table built this way says so.
 
 type oursStandInEngine struct{ stockEngine }
 
@@ -13,6 +13,6 @@ var Ours Engine = oursStandInEngine{}
 
 func (oursStandInEngine) Name() string { return "ours (STAND-IN)" }
 func (oursStandInEngine) Describe() string {
-	return "STAND-IN: stock lmdb-go v1.9.3 measured in place of github.com/dlmdb/dlmdb-go/lmdb (build without -tags dlmdb_wip)"
+	return "STAND-IN: stock lmdb-go v1.9.3 measured in place of github.com/dlmdb/dlmdb-go/lmdb (built with -tags dlmdb_standin)"
 }
 func (oursStandInEngine) StandIn() bool { return true }

@@ -18,7 +18,7 @@ func runStartup(c *Config) (*Table, error) {
 	rounds := c.RoundsOr(9, 9)
 	const valSize = 64
 	const dbName = "startup"
-	mapSize := int64(n)*300 + 64<<20
+	mapSize := int64(n)*1000 + 256<<20 // generous: virtual space only
 	base := Options{MapSize: mapSize, MaxDBs: 4}
 
 	keys := MakeKeys(n + 1)
@@ -115,8 +115,8 @@ func runStartup(c *Config) (*Table, error) {
 	rows := []row{
 		{"env_open + txn_begin + dbi_open", base, false},
 		{"env_open + txn_begin + dbi_open, NOLOCK", noLock, false},
-		{"… + first get", base, true},
-		{"… + first get, NOLOCK", noLock, true},
+		{"env_open + txn_begin + dbi_open + first get", base, true},
+		{"env_open + txn_begin + dbi_open + first get, NOLOCK", noLock, true},
 	}
 	t := &Table{Sides: []string{ours.Name(), stock.Name()}}
 	for _, rw := range rows {

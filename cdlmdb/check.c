@@ -28,8 +28,89 @@ struct audit {
 	uint64_t branch, leaf, overflow, entries;
 	unsigned leafdepth;
 	MDB_cmp_func *cmp;
+	MDB_cmp_func *dcmp;	/* duplicate order of the DB being walked */
 	const char *dbname;
+	char *subbuf;		/* aligned copy of an inline sub-page */
+	unsigned fixed;		/* walking a DUPFIXED sub-tree: the value size */
 };
+
+static int audit_tree(struct audit *a, const dl_dbrec *db, MDB_cmp_func *cmp, const char *name);
+static int fail(struct audit *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Duplicates of one key: an inline sub-page or a sub-tree. */
+static int audit_dups(struct audit *a, pgno_t pg, const dl_node *nd)
+{
+	size_t ds = dl_node_dsize(nd);
+	if (nd->n_flags & DL_N_BIG)
+		return fail(a, "page %" PRIu64 ": duplicate node with overflow data", pg);
+	if (nd->n_flags & DL_N_TREE) {
+		dl_dbrec rec;
+		if (ds != sizeof rec)
+			return fail(a, "page %" PRIu64 ": duplicate sub-tree record of %zu bytes", pg, ds);
+		memcpy(&rec, dl_node_data(nd), sizeof rec);
+		if (rec.d_entries < 1)
+			return fail(a, "page %" PRIu64 ": empty duplicate sub-tree", pg);
+		struct audit save = *a;
+		a->fixed = (rec.d_flags & MDB_DUPFIXED) ? rec.d_pad : 0;
+		if ((rec.d_flags & MDB_DUPFIXED) && (rec.d_pad == 0 || rec.d_pad > DL_MAXKEY))
+			return fail(a, "page %" PRIu64 ": DUPFIXED sub-tree with value size %u", pg, rec.d_pad);
+		int rc = audit_tree(a, &rec, a->dcmp, "duplicate sub-tree");
+		uint64_t subentries = rec.d_entries;
+		const char *failed_name = a->dbname;
+		int failed = a->failed;
+		*a = save;
+		a->failed = failed;
+		if (rc) {
+			a->dbname = failed_name;
+			return rc;
+		}
+		a->entries += subentries;
+		return 0;
+	}
+	if (ds < DL_PAGEHDR || ds > a->env->e_psize)
+		return fail(a, "page %" PRIu64 ": sub-page of %zu bytes", pg, ds);
+	memcpy(a->subbuf, dl_node_data(nd), ds);
+	dl_page *sp = (dl_page *)a->subbuf;
+	if ((sp->p_flags & (DL_P_LEAF | DL_P_LEAF2 | DL_P_BRANCH)) == (DL_P_LEAF | DL_P_LEAF2)) {
+		unsigned n2 = dl_pg_nkeys(sp);
+		if (!sp->p_pad || sp->p_lower < DL_PAGEHDR || sp->p_lower > sp->p_upper ||
+		    DL_PAGEHDR + (size_t)n2 * sp->p_pad > ds || n2 == 0)
+			return fail(a, "page %" PRIu64 ": bad LEAF2 sub-page", pg);
+		for (unsigned i = 1; i < n2; i++) {
+			MDB_val x1 = {sp->p_pad, dl_pg_leaf2_key(sp, i - 1)}, x2 = {sp->p_pad, dl_pg_leaf2_key(sp, i)};
+			if (a->dcmp(&x1, &x2) >= 0)
+				return fail(a, "page %" PRIu64 ": duplicates out of order", pg);
+		}
+		a->entries += n2;
+		return 0;
+	}
+	if ((sp->p_flags & (DL_P_LEAF | DL_P_LEAF2 | DL_P_BRANCH)) != DL_P_LEAF || sp->p_lower < DL_PAGEHDR ||
+	    sp->p_lower > sp->p_upper || sp->p_upper > ds || (sp->p_lower & 1))
+		return fail(a, "page %" PRIu64 ": bad sub-page header", pg);
+	unsigned n = dl_pg_nkeys(sp);
+	if (n == 0)
+		return fail(a, "page %" PRIu64 ": empty sub-page", pg);
+	MDB_val prev = {0, NULL};
+	for (unsigned i = 0; i < n; i++) {
+		if (!dl_node_in_page(sp, i, (unsigned)ds))
+			return fail(a, "page %" PRIu64 ": sub-page node %u out of bounds", pg, i);
+		dl_node *sn = dl_pg_node(sp, i);
+		if (dl_pg_slot(sp, i) + DL_NODEHDR + sn->n_ksize + dl_node_dsize(sn) > ds)
+			return fail(a, "page %" PRIu64 ": sub-page node %u too long", pg, i);
+		MDB_val v = {sn->n_ksize, dl_node_key(sn)};
+		if (prev.mv_data && a->dcmp(&prev, &v) >= 0)
+			return fail(a, "page %" PRIu64 ": duplicates out of order", pg);
+		prev = v;
+	}
+	a->entries += n;
+	return 0;
+}
+
+static MDB_cmp_func *dup_order(unsigned f)
+{
+	return dlmdb_cmp_for(((f & MDB_REVERSEDUP) ? MDB_REVERSEKEY : 0) |
+		((f & MDB_INTEGERDUP) ? MDB_INTEGERKEY : 0));
+}
 
 static int fail(struct audit *a, const char *fmt, ...)
 {
@@ -85,8 +166,28 @@ static int walk(struct audit *a, pgno_t pg, unsigned depth, const MDB_val *lo, c
 		a->branch++;
 	else
 		a->leaf++;
-	if (leaf && dl_pg_is_leaf2(p))
-		return fail(a, "page %" PRIu64 ": LEAF2 pages outside duplicates", pg);
+	if (leaf && dl_pg_is_leaf2(p)) {
+		if (!a->fixed || p->p_pad != a->fixed)
+			return fail(a, "page %" PRIu64 ": LEAF2 page outside a DUPFIXED sub-tree", pg);
+		if (DL_PAGEHDR + (size_t)n * p->p_pad > env->e_psize ||
+		    p->p_upper != env->e_psize - (size_t)n * (p->p_pad - sizeof(indx_t)))
+			return fail(a, "page %" PRIu64 ": LEAF2 bounds", pg);
+		MDB_val lprev = {0, NULL};
+		for (unsigned i = 0; i < n; i++) {
+			MDB_val k = {p->p_pad, dl_pg_leaf2_key(p, i)};
+			if (i && a->cmp(&lprev, &k) >= 0)
+				return fail(a, "page %" PRIu64 " keys out of order at %u", pg, i);
+			if ((lo && a->cmp(&k, lo) < 0) || (hi && a->cmp(&k, hi) >= 0))
+				return fail(a, "page %" PRIu64 " key %u outside its separators", pg, i);
+			lprev = k;
+		}
+		a->entries += n;
+		if (!a->leafdepth)
+			a->leafdepth = depth;
+		else if (a->leafdepth != depth)
+			return fail(a, "leaves at depths %u and %u", a->leafdepth, depth);
+		return 0;
+	}
 	MDB_val prev = {0, NULL};
 	for (unsigned i = 0; i < n; i++) {
 		unsigned off = dl_pg_slot(p, i);
@@ -125,6 +226,11 @@ static int walk(struct audit *a, pgno_t pg, unsigned depth, const MDB_val *lo, c
 				phi = &chi;
 			}
 			if ((rc = walk(a, dl_node_child(nd), depth + 1, plo, phi)))
+				return rc;
+			continue;
+		}
+		if (nd->n_flags & DL_N_DUP) {
+			if ((rc = audit_dups(a, pg, nd)))
 				return rc;
 			continue;
 		}
@@ -251,7 +357,7 @@ static int audit_named(struct audit *a)
 	for (rc = mdb_cursor_get(&mc, &k, NULL, MDB_FIRST); rc == 0;
 	     rc = mdb_cursor_get(&mc, &k, NULL, MDB_NEXT)) {
 		dl_node *nd = dl_pg_node(mc.c_pg[mc.c_top], mc.c_ki[mc.c_top]);
-		if (!(nd->n_flags & DL_N_TREE))
+		if ((nd->n_flags & (DL_N_TREE | DL_N_DUP)) != DL_N_TREE)
 			continue;
 		dl_dbrec rec;
 		if (dl_node_dsize(nd) != sizeof rec || (nd->n_flags & DL_N_BIG))
@@ -262,6 +368,7 @@ static int audit_named(struct audit *a)
 		/* a write txn may hold a newer copy of the record */
 		const dl_dbrec *use = &rec;
 		MDB_cmp_func *cmp = dlmdb_cmp_for(rec.d_flags);
+		a->dcmp = dup_order(rec.d_flags);
 		for (unsigned i = DL_CORE_DBS; i < txn->t_numdbs; i++) {
 			dl_dbx *x = &env->e_dbx[i];
 			if (!x->x_used || x->x_namelen != nd->n_ksize ||
@@ -271,6 +378,8 @@ static int audit_named(struct audit *a)
 				use = &txn->t_dbs[i];
 			if (x->x_cmp)
 				cmp = x->x_cmp;
+			if (x->x_dcmp)
+				a->dcmp = x->x_dcmp;
 		}
 		dl_dbrec copy = *use;
 		if ((rc = audit_tree(a, &copy, cmp, name)))
@@ -298,10 +407,19 @@ int mdb_txn_check(MDB_txn *txn, char *msg, size_t msglen)
 	a.msglen = msglen;
 	a.npages = txn->t_next_pg;
 	a.state = calloc(a.npages ? a.npages : 1, 1);
-	if (!a.state)
+	a.subbuf = malloc(a.env->e_psize);
+	if (!a.state || !a.subbuf) {
+		free(a.state);
+		free(a.subbuf);
 		return ENOMEM;
+	}
+	a.dcmp = dup_order(0);
 	a.state[0] = a.state[1] = 1;
 	rc = audit_tree(&a, &txn->t_dbs[DL_FREE_DBI], dlmdb_cmp_for(MDB_INTEGERKEY), "free DB");
+	if (!rc) {
+		unsigned mf = txn->t_dbs[DL_MAIN_DBI].d_flags;
+		a.dcmp = a.env->e_dbx[DL_MAIN_DBI].x_dcmp ? a.env->e_dbx[DL_MAIN_DBI].x_dcmp : dup_order(mf);
+	}
 	if (!rc)
 		rc = audit_tree(&a, &txn->t_dbs[DL_MAIN_DBI], a.env->e_dbx[DL_MAIN_DBI].x_cmp ?
 			a.env->e_dbx[DL_MAIN_DBI].x_cmp : dlmdb_cmp_for(txn->t_dbs[DL_MAIN_DBI].d_flags),
@@ -323,5 +441,6 @@ int mdb_txn_check(MDB_txn *txn, char *msg, size_t msglen)
 		}
 	}
 	free(a.state);
+	free(a.subbuf);
 	return rc ? MDB_CORRUPTED : 0;
 }

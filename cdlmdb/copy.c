@@ -114,7 +114,8 @@ static int copy_tree(struct compactor *cp, pgno_t pg, int is_main, unsigned dept
 		} else if (nd->n_flags & DL_N_BIG) {
 			if (!(rc = copy_overflow(cp, dl_node_bigpg(nd), &np)))
 				memcpy(dl_node_data(nd), &np, sizeof np);
-		} else if (is_main && (nd->n_flags & DL_N_TREE) && dl_node_dsize(nd) == sizeof(dl_dbrec)) {
+		} else if ((nd->n_flags & DL_N_TREE) && (is_main || (nd->n_flags & DL_N_DUP)) &&
+			   dl_node_dsize(nd) == sizeof(dl_dbrec)) {
 			dl_dbrec rec;
 			memcpy(&rec, dl_node_data(nd), sizeof rec);
 			if (rec.d_root != DL_NO_PAGE &&

@@ -1,3 +1,4 @@
+/* LEAD -> ENGINE: please read /work/notes/TO-ENGINE.md (cursor-semantics priorities). Remove this line after reading. */
 /*
  * cursor.c - cursor life cycle, movement and the read API (mdb_get).
  *
@@ -19,6 +20,9 @@ void dlmdb_cursor_setup(MDB_cursor *mc, MDB_txn *txn, MDB_dbi dbi)
 	mc->c_dbx = &txn->t_env->e_dbx[dbi];
 	mc->c_next = NULL;
 	mc->c_sub = NULL;
+	mc->c_owner = NULL;
+	mc->c_inline = NULL;
+	mc->c_bound = txn->t_env->e_psize;
 	mc->c_tracked = 0;
 	mc->c_gen = 0;
 	mc->c_top = 0;
@@ -30,24 +34,45 @@ void dlmdb_cursor_save(MDB_cursor *mc)
 {
 	if (!(mc->c_flags & DL_C_INIT) || (mc->c_flags & DL_C_SAVED))
 		return;
-	if (!(mc->c_flags & DL_C_DEL)) {
-		dl_page *p = mc->c_pg[mc->c_top];
-		unsigned i = mc->c_ki[mc->c_top];
-		if (mc->c_depth == 0 || i >= dl_pg_nkeys(p)) {
-			mc->c_flags = 0;
-			return;
-		}
-		MDB_val k;
-		dlmdb_node_keyval(p, i, &k);
-		memcpy(mc->c_saved, k.mv_data, k.mv_size);
-		mc->c_savedlen = k.mv_size;
+	if (mc->c_depth == 0) {
+		mc->c_flags = 0;
+		return;
 	}
+	dl_page *p = mc->c_pg[mc->c_top];
+	unsigned i = mc->c_ki[mc->c_top], n = dl_pg_nkeys(p);
+	if (n == 0) {
+		mc->c_flags = 0;
+		return;
+	}
+	if (i >= n) {
+		/* past the end of its leaf: remember the last key there */
+		i = n - 1;
+		mc->c_flags |= DL_C_PAST;
+	}
+	MDB_val k;
+	dlmdb_node_keyval(p, i, &k);
+	memcpy(mc->c_saved, k.mv_data, k.mv_size);
+	mc->c_savedlen = k.mv_size;
 	mc->c_flags |= DL_C_SAVED;
+	if (mc->c_sub) {
+		MDB_cursor *xc = &mc->c_sub->x_c;
+		dl_node *n = dl_pg_is_leaf2(p) ? NULL : dl_pg_node(p, i);
+		if (n && !(mc->c_flags & (DL_C_PAST | DL_C_DEL)) && !(n->n_flags & (DL_N_DUP | DL_N_BIG)) &&
+		    dl_node_dsize(n) <= DL_MAXKEY) {
+			/* a single value: if the key gains duplicates meanwhile, LMDB
+			 * leaves the cursor on this (old) value */
+			memcpy(xc->c_saved, dl_node_data(n), dl_node_dsize(n));
+			xc->c_savedlen = dl_node_dsize(n);
+			xc->c_flags = DL_C_INIT | DL_C_SAVED;
+		} else {
+			dlmdb_cursor_save(xc);
+		}
+	}
 }
 
 /* Move the stack to the first (dir > 0) or last item of the adjacent leaf.
  * On MDB_NOTFOUND the stack is unchanged. */
-static int step_leaf(MDB_cursor *mc, int dir)
+int dlmdb_cur_step_leaf(MDB_cursor *mc, int dir)
 {
 	int l;
 	for (l = (int)mc->c_top - 1; l >= 0; l--) {
@@ -60,11 +85,15 @@ static int step_leaf(MDB_cursor *mc, int dir)
 	mc->c_ki[l] = (indx_t)(mc->c_ki[l] + dir);
 	for (unsigned lvl = (unsigned)l + 1; lvl <= mc->c_top; lvl++) {
 		dl_page *parent = mc->c_pg[lvl - 1], *p;
+		if (!dl_node_in_page(parent, mc->c_ki[lvl - 1], mc->c_bound))
+			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 		int rc = dlmdb_page_get(mc->c_txn, dl_node_child(dl_pg_node(parent, mc->c_ki[lvl - 1])), &p);
 		if (rc)
 			return DL_TXN_FAIL(mc->c_txn, rc);
 		unsigned n = dl_pg_nkeys(p);
-		if (n == 0 || !(p->p_flags & (DL_P_LEAF | DL_P_BRANCH)))
+		if (n == 0 || !(p->p_flags & (DL_P_LEAF | DL_P_BRANCH)) || p->p_lower > p->p_upper ||
+		    p->p_upper > mc->c_txn->t_env->e_psize ||
+		    !(p->p_flags & (lvl == mc->c_top ? DL_P_LEAF : DL_P_BRANCH)))
 			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 		mc->c_pg[lvl] = p;
 		mc->c_ki[lvl] = (indx_t)(dir > 0 ? 0 : n - 1);
@@ -72,12 +101,33 @@ static int step_leaf(MDB_cursor *mc, int dir)
 	return 0;
 }
 
+/* After the main cursor found its key again, re-aim its duplicate cursor. */
+static int revalidate_sub(MDB_cursor *mc)
+{
+	MDB_cursor *xc = &mc->c_sub->x_c;
+	unsigned xf = xc->c_flags;
+	size_t xlen = xc->c_savedlen;
+	int rc = dlmdb_dup_setup(mc);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc)
+		return rc;
+	if (!(xf & DL_C_SAVED)) {
+		/* the key just gained duplicates: like LMDB, stand on the first */
+		MDB_val v;
+		return dlmdb_cur_first(xc, &v, NULL);
+	}
+	xc->c_flags = xf;
+	xc->c_savedlen = xlen;
+	return dlmdb_cursor_revalidate(xc);
+}
+
 /* Re-seek a cursor whose pages may have changed since it was positioned. */
 int dlmdb_cursor_revalidate(MDB_cursor *mc)
 {
 	if (!(mc->c_flags & DL_C_SAVED))
 		return 0;
-	unsigned keep = mc->c_flags & (DL_C_DEL | DL_C_EOF);
+	unsigned keep = mc->c_flags & (DL_C_DEL | DL_C_EOF | DL_C_PAST);
 	MDB_val k = {mc->c_savedlen, mc->c_saved};
 	int rc = dlmdb_search_root(mc, &k, DL_SEARCH_KEY);
 	if (rc == MDB_NOTFOUND) {
@@ -89,24 +139,58 @@ int dlmdb_cursor_revalidate(MDB_cursor *mc)
 	int exact;
 	dl_page *p = mc->c_pg[mc->c_top];
 	unsigned i = dlmdb_node_find(mc, p, &k, &exact);
+	if (exact < 0)
+		return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 	mc->c_ki[mc->c_top] = (indx_t)i;
-	if (exact) {
-		mc->c_flags = DL_C_INIT | (keep & DL_C_EOF);
+	if (keep & DL_C_PAST) {
+		/* it stood past the end of that key's leaf; like LMDB's index
+		 * arithmetic, keys added at the end of the leaf stay before it */
+		mc->c_ki[mc->c_top] = (indx_t)dl_pg_nkeys(p);
+		mc->c_flags = DL_C_INIT | (keep & (DL_C_EOF | DL_C_DEL));
 		return 0;
 	}
-	mc->c_flags = DL_C_INIT | DL_C_DEL;
-	if (i >= dl_pg_nkeys(p) && step_leaf(mc, 1) != 0)
+	if (exact) {
+		mc->c_flags = DL_C_INIT | (keep & (DL_C_EOF | DL_C_DEL));
+		if (mc->c_sub)
+			return revalidate_sub(mc);
+		return 0;
+	}
+	if (mc->c_sub)
+		mc->c_sub->x_c.c_flags = 0;
+	/* the item it stood on is gone: it now stands before the successor
+	 * (an EOF mark survives, as in LMDB) */
+	mc->c_flags = DL_C_INIT | DL_C_DEL | (keep & DL_C_EOF);
+	if (i >= dl_pg_nkeys(p) && dlmdb_cur_step_leaf(mc, 1) != 0) {
 		mc->c_ki[mc->c_top] = (indx_t)dl_pg_nkeys(p);
+		mc->c_flags |= DL_C_EOF;
+		return 0;
+	}
+	if (mc->c_sub && dlmdb_dup_setup(mc) == 0) {
+		/* as LMDB: the successor's duplicates start deleted-before */
+		MDB_val v;
+		if ((rc = dlmdb_cur_first(&mc->c_sub->x_c, &v, NULL)))
+			return rc;
+		mc->c_sub->x_c.c_flags |= DL_C_DEL;
+	}
 	return 0;
 }
 
 /* Return key/data of the item under the cursor. */
-static int fetch(MDB_cursor *mc, MDB_val *key, MDB_val *data)
+int dlmdb_cur_fetch(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 {
 	dl_page *p = mc->c_pg[mc->c_top];
 	unsigned i = mc->c_ki[mc->c_top];
 	if (i >= dl_pg_nkeys(p))
 		return MDB_NOTFOUND;
+	if (!dl_pg_is_leaf2(p)) {
+		unsigned psize = mc->c_bound;
+		if (!dl_node_in_page(p, i, psize))
+			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
+		dl_node *n = dl_pg_node(p, i);
+		if (!(n->n_flags & DL_N_BIG) &&
+		    dl_pg_slot(p, i) + DL_NODEHDR + n->n_ksize + dl_node_dsize(n) > psize)
+			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
+	}
 	if (key)
 		dlmdb_node_keyval(p, i, key);
 	if (data && !dl_pg_is_leaf2(p)) {
@@ -120,66 +204,69 @@ static int fetch(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 	return 0;
 }
 
-static int go_first(MDB_cursor *mc, MDB_val *key, MDB_val *data)
+int dlmdb_cur_first(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 {
 	int rc = dlmdb_search_root(mc, NULL, DL_SEARCH_FIRST);
 	if (rc)
 		return rc;
-	return fetch(mc, key, data);
+	return dlmdb_cur_fetch(mc, key, data);
 }
 
-static int go_last(MDB_cursor *mc, MDB_val *key, MDB_val *data)
+int dlmdb_cur_last(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 {
 	int rc = dlmdb_search_root(mc, NULL, DL_SEARCH_LAST);
 	if (rc)
 		return rc;
-	return fetch(mc, key, data);
+	return dlmdb_cur_fetch(mc, key, data);
 }
 
-static int go_next(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
+int dlmdb_cur_next(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
 {
 	if ((mc->c_flags & DL_C_DEL) && op == MDB_NEXT_DUP)
 		return MDB_NOTFOUND;
 	if (!(mc->c_flags & DL_C_INIT) || mc->c_depth == 0)
-		return go_first(mc, key, data);
+		return dlmdb_cur_first(mc, key, data);
 	dl_page *p = mc->c_pg[mc->c_top];
 	unsigned n = dl_pg_nkeys(p);
+	if (mc->c_flags & DL_C_EOF) {
+		/* items may have been added behind the end since */
+		if (mc->c_ki[mc->c_top] + 1u >= n)
+			return MDB_NOTFOUND;
+		mc->c_flags &= ~DL_C_EOF;
+	}
 	if (mc->c_flags & DL_C_DEL) {
 		mc->c_flags &= ~DL_C_DEL;
 		if (mc->c_ki[mc->c_top] < n)
-			return fetch(mc, key, data);
-		mc->c_ki[mc->c_top] = (indx_t)(n ? n - 1 : 0);
+			return dlmdb_cur_fetch(mc, key, data);
 		mc->c_flags |= DL_C_EOF;
 		return MDB_NOTFOUND;
 	}
-	if (mc->c_flags & DL_C_EOF)
-		return MDB_NOTFOUND;
 	if (mc->c_ki[mc->c_top] + 1u < n) {
 		mc->c_ki[mc->c_top]++;
 	} else {
-		int rc = step_leaf(mc, 1);
+		int rc = dlmdb_cur_step_leaf(mc, 1);
 		if (rc) {
 			if (rc == MDB_NOTFOUND)
 				mc->c_flags |= DL_C_EOF;
 			return rc;
 		}
 	}
-	return fetch(mc, key, data);
+	return dlmdb_cur_fetch(mc, key, data);
 }
 
-static int go_prev(MDB_cursor *mc, MDB_val *key, MDB_val *data)
+int dlmdb_cur_prev(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 {
 	if (!(mc->c_flags & DL_C_INIT) || mc->c_depth == 0)
-		return go_last(mc, key, data);
+		return dlmdb_cur_last(mc, key, data);
 	mc->c_flags &= ~(DL_C_DEL | DL_C_EOF);
 	if (mc->c_ki[mc->c_top] > 0) {
 		mc->c_ki[mc->c_top]--;
 	} else {
-		int rc = step_leaf(mc, -1);
+		int rc = dlmdb_cur_step_leaf(mc, -1);
 		if (rc)
 			return rc;
 	}
-	return fetch(mc, key, data);
+	return dlmdb_cur_fetch(mc, key, data);
 }
 
 /* SET, SET_KEY, SET_RANGE (and the positioning step of puts). */
@@ -187,7 +274,9 @@ int dlmdb_cursor_seek(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op
 {
 	if (!key)
 		return EINVAL;
-	if (key->mv_size == 0 || key->mv_size > DL_MAXKEY)
+	/* as LMDB: lookups check only for an empty key; a longer key than
+	 * any stored one simply is not found */
+	if (key->mv_size == 0)
 		return MDB_BAD_VALSIZE;
 	int rc = dlmdb_search_root(mc, key, DL_SEARCH_KEY);
 	if (rc)
@@ -195,34 +284,41 @@ int dlmdb_cursor_seek(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op
 	int exact;
 	dl_page *p = mc->c_pg[mc->c_top];
 	unsigned i = dlmdb_node_find(mc, p, key, &exact);
+	if (exact < 0)
+		return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 	mc->c_ki[mc->c_top] = (indx_t)i;
 	if (op == MDB_SET_RANGE) {
 		if (i >= dl_pg_nkeys(p)) {
-			rc = step_leaf(mc, 1);
+			rc = dlmdb_cur_step_leaf(mc, 1);
 			if (rc) {
-				mc->c_flags = 0;
+				/* as LMDB: positioned past the last item, EOF set */
+				if (rc == MDB_NOTFOUND)
+					mc->c_flags |= DL_C_EOF;
 				return rc;
 			}
 		}
-		return fetch(mc, key, data);
+		return dlmdb_cur_fetch(mc, key, data);
 	}
 	if (!exact) {
-		mc->c_flags = 0;
+		/* as LMDB: the cursor stays at the insertion point, so PREV
+		 * yields the predecessor and GET_CURRENT the successor */
 		return MDB_NOTFOUND;
 	}
-	return fetch(mc, op == MDB_SET_KEY ? key : NULL, data);
+	return dlmdb_cur_fetch(mc, op == MDB_SET_KEY ? key : NULL, data);
 }
 
 static int cursor_get_op(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
 {
 	int isdup = (mc->c_db->d_flags & MDB_DUPSORT) != 0;
+	if (isdup && mc->c_sub)
+		return dlmdb_dup_get(mc, key, data, op);
 	switch (op) {
 	case MDB_GET_CURRENT:
 		if (!(mc->c_flags & DL_C_INIT))
 			return EINVAL;
 		if (mc->c_depth == 0)
 			return MDB_NOTFOUND;
-		return fetch(mc, key, data);
+		return dlmdb_cur_fetch(mc, key, data);
 	case MDB_GET_BOTH:
 	case MDB_GET_BOTH_RANGE:
 		if (!data)
@@ -235,23 +331,26 @@ static int cursor_get_op(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor
 	case MDB_SET_RANGE:
 		return dlmdb_cursor_seek(mc, key, data, op);
 	case MDB_GET_MULTIPLE:
+		if (!data || !(mc->c_flags & DL_C_INIT))
+			return EINVAL;
+		return MDB_INCOMPATIBLE;
 	case MDB_NEXT_MULTIPLE:
 	case MDB_PREV_MULTIPLE:
-		if (!data || !(mc->c_flags & DL_C_INIT))
+		if (!data)
 			return EINVAL;
 		return MDB_INCOMPATIBLE;
 	case MDB_NEXT:
 	case MDB_NEXT_DUP:
 	case MDB_NEXT_NODUP:
-		return go_next(mc, key, data, op);
+		return dlmdb_cur_next(mc, key, data, op);
 	case MDB_PREV:
 	case MDB_PREV_DUP:
 	case MDB_PREV_NODUP:
-		return go_prev(mc, key, data);
+		return dlmdb_cur_prev(mc, key, data);
 	case MDB_FIRST:
-		return go_first(mc, key, data);
+		return dlmdb_cur_first(mc, key, data);
 	case MDB_LAST:
-		return go_last(mc, key, data);
+		return dlmdb_cur_last(mc, key, data);
 	case MDB_FIRST_DUP:
 	case MDB_LAST_DUP:
 		if (!data || !(mc->c_flags & DL_C_INIT))
@@ -286,12 +385,22 @@ int mdb_get(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data)
 		return rc;
 	if ((rc = dlmdb_dbi_ok(txn, dbi)))
 		return rc;
+	if (dbi == DL_FREE_DBI)
+		return EINVAL;	/* as LMDB: only cursors may read the free-page DB */
 	if (txn->t_dbstate[dbi] & DL_DBS_STALE) {
 		if ((rc = dlmdb_db_refresh(txn, dbi)))
 			return rc;
 	}
 	MDB_cursor mc;
 	dlmdb_cursor_setup(&mc, txn, dbi);
+	if (txn->t_dbs[dbi].d_flags & MDB_DUPSORT) {
+		dl_xcur x;
+		x.x_buf = txn->t_scratch[2] ? txn->t_scratch[2] : (txn->t_scratch[2] = malloc(txn->t_env->e_psize));
+		if (!x.x_buf)
+			return ENOMEM;
+		dlmdb_dup_bind(&mc, &x);
+		return dlmdb_dup_get(&mc, key, data, MDB_SET);
+	}
 	return dlmdb_cursor_seek(&mc, key, data, MDB_SET);
 }
 
@@ -310,10 +419,16 @@ int mdb_cursor_open(MDB_txn *txn, MDB_dbi dbi, MDB_cursor **out)
 		if ((rc = dlmdb_db_refresh(txn, dbi)))
 			return rc;
 	}
-	MDB_cursor *mc = malloc(sizeof *mc);
+	MDB_env *env = txn->t_env;
+	size_t sz = sizeof(MDB_cursor) + sizeof(dl_xcur) + env->e_psize;
+	MDB_cursor *mc = malloc(sz);
 	if (!mc)
 		return ENOMEM;
 	dlmdb_cursor_setup(mc, txn, dbi);
+	dl_xcur *x = (dl_xcur *)(mc + 1);
+	x->x_buf = (char *)(x + 1);
+	if (txn->t_dbs[dbi].d_flags & MDB_DUPSORT)
+		dlmdb_dup_bind(mc, x);
 	if (!(txn->t_flags & DL_T_RDONLY)) {
 		mc->c_tracked = 1;
 		mc->c_next = txn->t_cursors;
@@ -352,7 +467,10 @@ int mdb_cursor_renew(MDB_txn *txn, MDB_cursor *mc)
 		if ((rc = dlmdb_db_refresh(txn, mc->c_dbi)))
 			return rc;
 	}
+	dl_xcur *x = mc->c_sub;
 	dlmdb_cursor_setup(mc, txn, mc->c_dbi);
+	if (x)
+		dlmdb_dup_bind(mc, x);
 	return 0;
 }
 
@@ -368,11 +486,16 @@ MDB_dbi mdb_cursor_dbi(MDB_cursor *mc)
 
 int mdb_cursor_count(MDB_cursor *mc, mdb_size_t *countp)
 {
-	if (!mc || !countp)
+	if (!mc || !countp || !mc->c_txn)
 		return EINVAL;
-	if (!(mc->c_db->d_flags & MDB_DUPSORT))
+	if (!(mc->c_db->d_flags & MDB_DUPSORT) || !mc->c_sub)
 		return MDB_INCOMPATIBLE;
-	return MDB_INCOMPATIBLE;
+	int rc = dlmdb_txn_usable(mc->c_txn, 0);
+	if (rc)
+		return rc;
+	if ((rc = dlmdb_cursor_revalidate(mc)))
+		return rc;
+	return dlmdb_dup_count(mc, countp);
 }
 
 int mdb_cmp(MDB_txn *txn, MDB_dbi dbi, const MDB_val *a, const MDB_val *b)

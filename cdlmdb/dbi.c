@@ -38,12 +38,13 @@ int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *db
 	if (txn->t_flags & (DL_T_ERROR | DL_T_DONE | DL_T_CHILD))
 		return MDB_BAD_TXN;
 	MDB_env *env = txn->t_env;
-	if (flags & (MDB_DUPSORT | MDB_DUPFIXED | MDB_INTEGERDUP | MDB_REVERSEDUP))
-		return MDB_INCOMPATIBLE; /* duplicates: not in this engine round */
+
 	if (!name) {
 		*dbi = DL_MAIN_DBI;
 		unsigned f2 = flags & DL_DB_USERFLAGS;
 		dl_dbrec *m = &txn->t_dbs[DL_MAIN_DBI];
+		if (m->d_flags & ~DL_DB_USERFLAGS)
+			return MDB_INCOMPATIBLE;
 		if ((m->d_flags | f2) != m->d_flags) {
 			m->d_flags = (uint16_t)(m->d_flags | f2);
 			txn->t_flags |= DL_T_DIRTY;
@@ -89,8 +90,8 @@ int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *db
 			goto out;
 		}
 		memcpy(&rec, d.mv_data, sizeof rec);
-		if (rec.d_flags & (MDB_DUPSORT | ~DL_DB_USERFLAGS)) {
-			rc = MDB_INCOMPATIBLE; /* duplicates or extensions: not yet */
+		if (rec.d_flags & ~DL_DB_USERFLAGS) {
+			rc = MDB_INCOMPATIBLE; /* DLMDB extensions: not yet */
 			goto out;
 		}
 	} else {
@@ -164,17 +165,18 @@ int mdb_drop(MDB_txn *txn, MDB_dbi dbi, int del)
 	int rc = dlmdb_dbi_ok(txn, dbi);
 	if (rc)
 		return rc;
+	if (dbi == DL_FREE_DBI)
+		return EINVAL;	/* not a user handle, whatever the txn */
 	if (txn->t_flags & DL_T_RDONLY)
 		return EACCES;
 	if ((rc = dlmdb_txn_usable(txn, 1)))
 		return rc;
-	if (dbi == DL_FREE_DBI)
-		return EINVAL;
 	if ((txn->t_dbstate[dbi] & DL_DBS_STALE) && (rc = dlmdb_db_refresh(txn, dbi)))
 		return rc;
 	dlmdb_txn_changed(txn, NULL);
 	if ((rc = dlmdb_tree_free_all(txn, &txn->t_dbs[dbi])))
 		return DL_TXN_FAIL(txn, rc);
+	dlmdb_cursors_forget(txn, dbi);	/* as LMDB: its cursors are unpositioned */
 	txn->t_flags |= DL_T_DIRTY;
 	if (del && dbi >= DL_CORE_DBS) {
 		MDB_env *env = txn->t_env;

@@ -34,6 +34,21 @@ static int drop_page(MDB_cursor *mc, dl_page *p)
 	return dlmdb_page_free(mc->c_txn, p->p_pgno, 1);
 }
 
+/* As LMDB: once a delete leaves a DB empty, every cursor on it (in this
+ * txn) becomes unpositioned, even if items are added again later. */
+void dlmdb_cursors_forget(MDB_txn *txn, MDB_dbi dbi)
+{
+	for (MDB_cursor *c = txn->t_cursors; c; c = c->c_next) {
+		if (c->c_dbi != dbi)
+			continue;
+		c->c_flags = 0;
+		c->c_depth = 0;
+		if (c->c_sub)
+			c->c_sub->x_c.c_flags = 0;
+	}
+	txn->t_dbstate[dbi] |= DL_DBS_EMPTIED;
+}
+
 static int rebalance(MDB_cursor *mc)
 {
 	MDB_txn *txn = mc->c_txn;
@@ -50,6 +65,8 @@ static int rebalance(MDB_cursor *mc)
 					return rc;
 				mc->c_db->d_root = DL_NO_PAGE;
 				mc->c_db->d_depth = 0;
+				if (!mc->c_owner)	/* not a duplicate sub-tree */
+					dlmdb_cursors_forget(txn, mc->c_dbi);
 				return 0;
 			}
 			while (branch && n == 1) {
@@ -86,9 +103,22 @@ static int rebalance(MDB_cursor *mc)
 			return rc;
 		if ((sib->p_flags & (DL_P_BRANCH | DL_P_LEAF)) != (p->p_flags & (DL_P_BRANCH | DL_P_LEAF)))
 			return MDB_CORRUPTED;
+		if ((rc = dlmdb_page_validate(txn->t_env, sib)))
+			return rc;
 		unsigned ri = pi > 0 ? pi : pi + 1;
 		dl_page *left = pi > 0 ? sib : p, *right = pi > 0 ? p : sib;
-		size_t need = (cap - dl_pg_room(left)) + (cap - dl_pg_room(right));
+		size_t need = 0;
+		int fixed = dl_pg_is_leaf2(left);
+		if (fixed != dl_pg_is_leaf2(right) || (fixed && left->p_pad != right->p_pad))
+			return MDB_CORRUPTED;
+		if (fixed) {
+			need = (size_t)(dl_pg_nkeys(left) + dl_pg_nkeys(right)) * left->p_pad;
+		} else {
+			for (unsigned j = 0; j < dl_pg_nkeys(left); j++)
+				need += dl_node_bytes(left, dl_pg_node(left, j));
+			for (unsigned j = 0; j < dl_pg_nkeys(right); j++)
+				need += dl_node_bytes(right, dl_pg_node(right, j));
+		}
 		unsigned char sepkey[DL_MAXKEY + 1];
 		MDB_val sep = {0, sepkey};
 		if (branch) {
@@ -111,7 +141,9 @@ static int rebalance(MDB_cursor *mc)
 				right = nsib;
 		}
 		unsigned base = dl_pg_nkeys(left), rn = dl_pg_nkeys(right);
-		for (unsigned j = 0; j < rn; j++) {
+		for (unsigned j = 0; j < rn && fixed; j++)
+			dlmdb_pg_add_leaf2(left, base + j, dl_pg_leaf2_key(right, j));
+		for (unsigned j = 0; j < rn && !fixed; j++) {
 			dl_node *nd = dl_pg_node(right, j);
 			if (branch && j == 0)
 				dlmdb_pg_add_branch(left, base, &sep, dl_node_child(nd));
@@ -132,11 +164,35 @@ static int drop_overflow(MDB_cursor *mc, dl_node *n)
 	int rc = dlmdb_page_get(mc->c_txn, pg, &ov);
 	if (rc)
 		return rc;
-	if (!(ov->p_flags & DL_P_OVERFLOW))
-		return MDB_CORRUPTED;
 	unsigned np = dl_pg_ovcount(ov);
+	if (!(ov->p_flags & DL_P_OVERFLOW) || np == 0 || pg + np > mc->c_txn->t_next_pg)
+		return MDB_CORRUPTED;
 	mc->c_db->d_overflow -= np;
 	return dlmdb_page_free(mc->c_txn, pg, np);
+}
+
+/*
+ * Other cursors that stood on the item mc just deleted (their saved key is
+ * mc->c_saved) move to its successor at once, in the DEL state, and keep
+ * that successor as their anchor.  LMDB's index arithmetic has the same
+ * effect: such a cursor keeps pointing at the successor even when items
+ * are inserted between the deleted key and it later.
+ */
+static int reanchor_others(MDB_cursor *mc)
+{
+	for (MDB_cursor *c = mc->c_txn->t_cursors; c; c = c->c_next) {
+		if (c == mc || c->c_dbi != mc->c_dbi)
+			continue;
+		if ((c->c_flags & (DL_C_INIT | DL_C_SAVED | DL_C_PAST)) != (DL_C_INIT | DL_C_SAVED))
+			continue;
+		if (c->c_savedlen != mc->c_savedlen || memcmp(c->c_saved, mc->c_saved, c->c_savedlen))
+			continue;
+		int rc = dlmdb_cursor_revalidate(c);
+		if (rc)
+			return rc;
+		dlmdb_cursor_save(c);
+	}
+	return 0;
 }
 
 /* Delete the item under the cursor; the cursor is left in the DEL state. */
@@ -147,42 +203,49 @@ int dlmdb_tree_del_current(MDB_cursor *mc, int allow_tree)
 	unsigned ki = mc->c_ki[mc->c_top];
 	if (ki >= dl_pg_nkeys(leaf))
 		return MDB_NOTFOUND;
-	dl_node *n = dl_pg_node(leaf, ki);
-	if ((n->n_flags & DL_N_TREE) && !allow_tree)
+	MDB_val curkey;
+	dlmdb_node_keyval(leaf, ki, &curkey);
+	if (!dl_pg_is_leaf2(leaf) && (dl_pg_node(leaf, ki)->n_flags & DL_N_TREE) && !allow_tree)
 		return MDB_INCOMPATIBLE;
 	dlmdb_txn_changed(txn, mc);
-	memcpy(mc->c_saved, dl_node_key(n), n->n_ksize);
-	mc->c_savedlen = n->n_ksize;
+	memcpy(mc->c_saved, curkey.mv_data, curkey.mv_size);
+	mc->c_savedlen = curkey.mv_size;
 	int rc = dlmdb_cursor_touch(mc);
 	if (rc)
 		return rc;
 	leaf = mc->c_pg[mc->c_top];
-	n = dl_pg_node(leaf, ki);
-	if ((n->n_flags & DL_N_BIG) && (rc = drop_overflow(mc, n)))
-		return DL_TXN_FAIL(txn, rc);
+	if (!dl_pg_is_leaf2(leaf)) {
+		dl_node *n = dl_pg_node(leaf, ki);
+		if ((n->n_flags & DL_N_BIG) && (rc = drop_overflow(mc, n)))
+			return DL_TXN_FAIL(txn, rc);
+	}
 	dlmdb_pg_del_node(leaf, ki);
 	mc->c_db->d_entries--;
 	if ((rc = rebalance(mc)))
 		return DL_TXN_FAIL(txn, rc);
-	mc->c_flags = DL_C_INIT | DL_C_DEL | DL_C_SAVED;
+	/* stand before the deleted key's successor (LMDB's C_DEL state) */
+	mc->c_flags = DL_C_INIT | DL_C_SAVED | (mc->c_flags & DL_C_EOF);
+	if ((rc = dlmdb_cursor_revalidate(mc)))
+		return DL_TXN_FAIL(txn, rc);
+	if (!mc->c_owner && (rc = reanchor_others(mc)))
+		return DL_TXN_FAIL(txn, rc);
 	txn->t_gen++;
 	return 0;
 }
 
 int mdb_del(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data)
 {
-	(void)data;
 	if (!txn || !key)
 		return EINVAL;
 	int rc = dlmdb_dbi_ok(txn, dbi);
 	if (rc)
 		return rc;
+	if (dbi == DL_FREE_DBI)
+		return EINVAL;	/* the free-page DB is engine-private */
 	if ((rc = dlmdb_txn_usable(txn, 1)))
 		return rc;
-	if (dbi == DL_FREE_DBI)
-		return EINVAL;
-	if (key->mv_size == 0 || key->mv_size > DL_MAXKEY)
-		return MDB_BAD_VALSIZE;
+	if (key->mv_size == 0)
+		return MDB_BAD_VALSIZE;	/* no upper bound: an oversized key is NOTFOUND */
 	if (txn->t_dbstate[dbi] & DL_DBS_STALE) {
 		if ((rc = dlmdb_db_refresh(txn, dbi)))
 			return rc;
@@ -190,6 +253,18 @@ int mdb_del(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data)
 	MDB_cursor mc;
 	MDB_val k = *key;
 	dlmdb_cursor_setup(&mc, txn, dbi);
+	if (txn->t_dbs[dbi].d_flags & MDB_DUPSORT) {
+		dl_xcur x;
+		x.x_buf = txn->t_scratch[2] ? txn->t_scratch[2] : (txn->t_scratch[2] = malloc(txn->t_env->e_psize));
+		if (!x.x_buf)
+			return ENOMEM;
+		dlmdb_dup_bind(&mc, &x);
+		if (data)
+			return dlmdb_dup_del_pair(&mc, &k, data);
+		if ((rc = dlmdb_cursor_seek(&mc, &k, NULL, MDB_SET)))
+			return rc;
+		return dlmdb_dup_del(&mc, MDB_NODUPDATA);
+	}
 	if ((rc = dlmdb_cursor_seek(&mc, &k, NULL, MDB_SET)))
 		return rc;
 	return dlmdb_tree_del_current(&mc, 0);
@@ -210,6 +285,8 @@ int mdb_cursor_del(MDB_cursor *mc, unsigned int flags)
 		return EINVAL;
 	if (mc->c_depth == 0)
 		return MDB_NOTFOUND;
+	if ((mc->c_db->d_flags & MDB_DUPSORT) && mc->c_sub)
+		return dlmdb_dup_del(mc, flags);
 	return dlmdb_tree_del_current(mc, 0);
 }
 
@@ -232,6 +309,19 @@ static int free_subtree(MDB_cursor *mc, pgno_t pg, unsigned depth)
 			dl_node *nd = dl_pg_node(p, i);
 			if ((nd->n_flags & DL_N_BIG) && (rc = drop_overflow(mc, nd)))
 				return rc;
+			if ((nd->n_flags & (DL_N_DUP | DL_N_TREE)) == (DL_N_DUP | DL_N_TREE) &&
+			    dl_node_dsize(nd) == sizeof(dl_dbrec)) {
+				/* a duplicate sub-tree: its pages go too */
+				dl_dbrec sub;
+				memcpy(&sub, dl_node_data(nd), sizeof sub);
+				dl_dbrec *save = mc->c_db;
+				mc->c_db = &sub;
+				if (sub.d_root != DL_NO_PAGE)
+					rc = free_subtree(mc, sub.d_root, depth + 1);
+				mc->c_db = save;
+				if (rc)
+					return rc;
+			}
 		}
 	} else if (!dl_pg_is_leaf(p)) {
 		return MDB_CORRUPTED;

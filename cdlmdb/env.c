@@ -247,7 +247,9 @@ int mdb_env_get_maxreaders(MDB_env *env, unsigned int *readers)
 
 int mdb_env_set_maxdbs(MDB_env *env, MDB_dbi dbs)
 {
-	if (!env || env->e_opened || dbs > 32765)
+	/* like LMDB, any count is accepted here (handle tables are sized at
+	 * open); only one that would wrap the slot count is refused */
+	if (!env || env->e_opened || dbs > ~(MDB_dbi)0 - DL_CORE_DBS)
 		return EINVAL;
 	env->e_maxdbs = dbs + DL_CORE_DBS;
 	return 0;
@@ -290,9 +292,8 @@ int mdb_env_get_fd(MDB_env *env, mdb_filehandle_t *fd)
 {
 	if (!env || !fd)
 		return EINVAL;
-	if (!env->e_opened)
-		return EINVAL;
-	*fd = env->e_fd;
+	/* as LMDB: before open there is no file, reported as an invalid handle */
+	*fd = env->e_opened ? env->e_fd : -1;
 	return 0;
 }
 

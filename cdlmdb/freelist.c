@@ -114,6 +114,10 @@ int dlmdb_page_alloc(MDB_txn *txn, unsigned n, dl_page **out)
 		memset(p, 0, bytes);
 	p->p_pgno = pg;
 	p->p_flags = 0;
+	/* pages of the range were free: any copy we still hold of them (left
+	 * over from a nested txn that freed a run of ours) is stale */
+	for (unsigned i = 1; i < n; i++)
+		free(dlmdb_dirty_remove(&txn->t_dirty, pg + i));
 	dl_page *old = dlmdb_dirty_find(&txn->t_dirty, pg);
 	if ((rc = dlmdb_dirty_put(&txn->t_dirty, pg, p))) {
 		free(p);
@@ -168,6 +172,8 @@ int dlmdb_page_touch(MDB_txn *txn, dl_page *p, dl_page **out)
 		*out = np;
 		return 0;
 	}
+	if ((rc = dlmdb_page_validate(txn->t_env, p)))
+		return rc;
 	if ((rc = dlmdb_page_alloc(txn, 1, &np)))
 		return rc;
 	pgno_t npg = np->p_pgno;

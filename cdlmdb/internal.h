@@ -196,6 +196,8 @@ typedef struct dl_dbx {
 #define DL_DBS_DIRTY 0x02	/* record changed, write back at commit */
 #define DL_DBS_STALE 0x04	/* record must be reloaded from main DB */
 #define DL_DBS_NEW 0x08		/* handle opened in this txn */
+#define DL_DBS_EMPTIED 0x10	/* a delete in this txn emptied the DB: on a child's
+				 * commit the parent's cursors lose their position */
 
 /* txn flags */
 #define DL_T_RDONLY 0x01
@@ -227,6 +229,7 @@ struct MDB_txn {
 	txnid_t t_last_reclaimed;	/* highest free DB key consumed */
 	uint64_t t_fl_gen;	/* changes to the free lists (save fixpoint) */
 	char *t_scratch[DL_MAX_DEPTH]; /* page-sized buffers for split */
+	MDB_val *t_vals;	/* value list for rebuilding a sub-page (DUPSORT) */
 };
 
 /* cursor flags */
@@ -234,7 +237,7 @@ struct MDB_txn {
 #define DL_C_EOF 0x02		/* ran off the end */
 #define DL_C_DEL 0x04		/* item under cursor was deleted */
 #define DL_C_SAVED 0x08		/* c_saved holds the key to re-seek to */
-#define DL_C_USER 0x10		/* on the txn's cursor list */
+#define DL_C_PAST 0x20		/* c_saved is the key just before the cursor */
 
 struct MDB_cursor {
 	MDB_txn *c_txn;
@@ -243,7 +246,10 @@ struct MDB_cursor {
 	dl_dbrec *c_db;
 	dl_dbx *c_dbx;
 	MDB_cursor *c_next;
-	void *c_sub;		/* reserved: duplicate sub-cursor (DUPSORT) */
+	struct dl_xcur *c_sub;	/* duplicate sub-cursor (DUPSORT DBs), else NULL */
+	MDB_cursor *c_owner;	/* for a sub-cursor: the cursor it belongs to */
+	dl_page *c_inline;	/* sub-cursor on an inline sub-page: that page */
+	unsigned c_bound;	/* bytes addressable from a page start (psize or sub-page size) */
 	int c_tracked;		/* on the txn's cursor list (user cursor of a write txn) */
 	uint64_t c_gen;		/* t_gen when the stack was last valid */
 	unsigned c_top;		/* index of the leaf level in c_pg */
@@ -253,6 +259,15 @@ struct MDB_cursor {
 	size_t c_savedlen;
 	unsigned char c_saved[DL_MAXKEY + 1];
 };
+
+/** Sub-cursor over the duplicates of one key (inline sub-page or sub-tree). */
+typedef struct dl_xcur {
+	MDB_cursor x_c;
+	dl_dbrec x_db;		/* the sub-tree's record (or a stand-in for a sub-page) */
+	dl_dbx x_dbx;		/* x_cmp = the main DB's duplicate order */
+	char *x_buf;		/* aligned copy of an inline sub-page (page-sized) */
+	char *x_orig;		/* where that sub-page lives in the tree, or NULL */
+} dl_xcur;
 
 struct MDB_env {
 	int e_fd;		/* data file */
@@ -360,6 +375,16 @@ static inline pgno_t dl_node_bigpg(const dl_node *n)
 }
 static inline size_t dl_even(size_t x) { return (x + 1) & ~(size_t)1; }
 
+/** Cheap sanity check of node i before it is dereferenced (damaged files). */
+static inline int dl_node_in_page(const dl_page *p, unsigned i, unsigned psize)
+{
+	unsigned off = dl_pg_slot(p, i);
+	if (off < p->p_upper || off + DL_NODEHDR > psize || (off & 1))
+		return 0;
+	const dl_node *n = (const dl_node *)((const char *)p + off);
+	return off + DL_NODEHDR + n->n_ksize <= psize;
+}
+
 /** Bytes a leaf node occupies in a page, including its slot. */
 static inline size_t dl_leaf_need(const MDB_env *env, size_t ksize, size_t dsize)
 {
@@ -433,7 +458,9 @@ DL_HIDDEN dl_node *dlmdb_pg_add_leaf(dl_page *p, unsigned i, const MDB_val *key,
 	unsigned nflags, const void *data, size_t dcopy);
 DL_HIDDEN void dlmdb_pg_add_branch(dl_page *p, unsigned i, const MDB_val *key, pgno_t child);
 DL_HIDDEN void dlmdb_pg_add_raw(dl_page *p, unsigned i, const void *node, size_t len);
+DL_HIDDEN void dlmdb_pg_add_leaf2(dl_page *p, unsigned i, const void *key);
 DL_HIDDEN unsigned dlmdb_pg_used(const dl_page *p);
+DL_HIDDEN int dlmdb_page_validate(const MDB_env *env, const dl_page *p);
 
 /* search.c */
 DL_HIDDEN int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where);
@@ -450,6 +477,12 @@ DL_HIDDEN int dlmdb_cursor_seek(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB
 DL_HIDDEN int dlmdb_cursor_revalidate(MDB_cursor *mc);
 DL_HIDDEN void dlmdb_cursor_save(MDB_cursor *mc);
 DL_HIDDEN int dlmdb_cursor_touch(MDB_cursor *mc);
+DL_HIDDEN int dlmdb_cur_fetch(MDB_cursor *mc, MDB_val *key, MDB_val *data);
+DL_HIDDEN int dlmdb_cur_first(MDB_cursor *mc, MDB_val *key, MDB_val *data);
+DL_HIDDEN int dlmdb_cur_last(MDB_cursor *mc, MDB_val *key, MDB_val *data);
+DL_HIDDEN int dlmdb_cur_next(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op);
+DL_HIDDEN int dlmdb_cur_prev(MDB_cursor *mc, MDB_val *key, MDB_val *data);
+DL_HIDDEN int dlmdb_cur_step_leaf(MDB_cursor *mc, int dir);
 
 /* put.c / split.c */
 DL_HIDDEN int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags);
@@ -460,11 +493,25 @@ DL_HIDDEN int dlmdb_put_dbrec(MDB_txn *txn, const char *name, size_t len, const 
 /* del.c */
 DL_HIDDEN int dlmdb_tree_del_current(MDB_cursor *mc, int allow_tree);
 DL_HIDDEN int dlmdb_tree_free_all(MDB_txn *txn, dl_dbrec *db);
+DL_HIDDEN void dlmdb_cursors_forget(MDB_txn *txn, MDB_dbi dbi);
 
 /* dbi.c */
 DL_HIDDEN int dlmdb_dbrecs_flush(MDB_txn *txn);
 DL_HIDDEN void dlmdb_dbis_finish(MDB_txn *txn, int committed);
 
 #define DL_TXN_FAIL(txn, rc) ((txn)->t_flags |= DL_T_ERROR, (rc))
+
+/* internal tree_put flags (above every MDB_* write flag) */
+#define DL_PUT_TREE 0x80000000u	/* node carries DL_N_TREE */
+#define DL_PUT_DUP 0x40000000u	/* node carries DL_N_DUP; replaces any node kind */
+
+/* dupsort.c */
+DL_HIDDEN int dlmdb_dup_setup(MDB_cursor *mc);
+DL_HIDDEN int dlmdb_dup_get(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op);
+DL_HIDDEN int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags);
+DL_HIDDEN int dlmdb_dup_del(MDB_cursor *mc, unsigned flags);
+DL_HIDDEN int dlmdb_dup_del_pair(MDB_cursor *mc, MDB_val *key, MDB_val *data);
+DL_HIDDEN int dlmdb_dup_count(MDB_cursor *mc, mdb_size_t *count);
+DL_HIDDEN void dlmdb_dup_bind(MDB_cursor *mc, dl_xcur *x);
 
 #endif /* DLMDB_INTERNAL_H */

@@ -10,7 +10,8 @@
  */
 #include "internal.h"
 
-int dlmdb_meta_check(const dl_meta *m, unsigned psize)
+/* The fields a commit never changes: magic, version, page size. */
+static int meta_identity(const dl_meta *m, unsigned psize)
 {
 	if (m->m_magic != DL_MAGIC)
 		return MDB_INVALID;
@@ -19,6 +20,14 @@ int dlmdb_meta_check(const dl_meta *m, unsigned psize)
 	unsigned ps = m->m_dbs[DL_FREE_DBI].d_pad;
 	if (ps < 512 || ps > 65536 || (ps & (ps - 1)) || (psize && ps != psize))
 		return MDB_INVALID;
+	return 0;
+}
+
+int dlmdb_meta_check(const dl_meta *m, unsigned psize)
+{
+	int rc = meta_identity(m, psize);
+	if (rc)
+		return rc;
 	if (m->m_last_pg < DL_NMETAS - 1)
 		return MDB_CORRUPTED;
 	for (int i = 0; i < 2; i++) {
@@ -54,29 +63,35 @@ static int read_one(int fd, off_t off, dl_meta *m)
 	return 0;
 }
 
+/*
+ * A damaged meta page is an error, never a reason to use the other one:
+ * falling back would silently drop the newest commits (or, for the older
+ * page, hide damage until the next commit overwrites the good one).  Both
+ * pages must carry the unchanging identity fields, which a concurrent
+ * commit rewrites with equal bytes; only the meta that will be used gets
+ * the structural check, since the other may be mid-rewrite by a writer in
+ * another process.
+ */
 int dlmdb_meta_read_file(int fd, dl_meta *out, unsigned *psize, int prev)
 {
-	dl_meta m0, m1;
-	int rc0 = read_one(fd, 0, &m0);
-	if (rc0 == ENOENT)
-		return ENOENT;
-	if (!rc0)
-		rc0 = dlmdb_meta_check(&m0, 0);
-	unsigned ps = rc0 ? 4096 : m0.m_dbs[DL_FREE_DBI].d_pad;
-	int rc1 = read_one(fd, ps, &m1);
-	if (!rc1)
-		rc1 = dlmdb_meta_check(&m1, rc0 ? 0 : ps);
-	if (rc0 && rc1)
-		return rc0;
+	dl_meta m[DL_NMETAS];
+	unsigned ps = 0;
+	for (int i = 0; i < DL_NMETAS; i++) {
+		int rc = read_one(fd, (off_t)i * ps, &m[i]);
+		if (!rc)
+			rc = meta_identity(&m[i], ps);
+		if (rc)
+			return rc;
+		ps = m[i].m_dbs[DL_FREE_DBI].d_pad;
+	}
 	const dl_meta *pick;
-	if (rc0)
-		pick = &m1;
-	else if (rc1)
-		pick = &m0;
-	else if (prev)
-		pick = m0.m_txnid < m1.m_txnid ? &m0 : &m1;
+	if (prev)
+		pick = m[0].m_txnid < m[1].m_txnid ? &m[0] : &m[1];
 	else
-		pick = m0.m_txnid > m1.m_txnid ? &m0 : &m1;
+		pick = m[0].m_txnid > m[1].m_txnid ? &m[0] : &m[1];
+	int rc = dlmdb_meta_check(pick, ps);
+	if (rc)
+		return rc;
 	*out = *pick;
 	*psize = pick->m_dbs[DL_FREE_DBI].d_pad;
 	return 0;
@@ -90,17 +105,12 @@ static inline dl_meta *meta_in_map(MDB_env *env, int i)
 const dl_meta *dlmdb_meta_newest(MDB_env *env, int prev)
 {
 	dl_meta *a = meta_in_map(env, 0), *b = meta_in_map(env, 1);
-	int va = dlmdb_meta_check(a, env->e_psize) == 0;
-	int vb = dlmdb_meta_check(b, env->e_psize) == 0;
-	if (!va)
-		return vb ? b : NULL;
-	if (!vb)
-		return a;
 	txnid_t ta = __atomic_load_n(&a->m_txnid, __ATOMIC_ACQUIRE);
 	txnid_t tb = __atomic_load_n(&b->m_txnid, __ATOMIC_ACQUIRE);
-	if (prev)
-		return ta < tb ? a : b;
-	return ta > tb ? a : b;
+	dl_meta *pick = prev ? (ta < tb ? a : b) : (ta > tb ? a : b);
+	/* the choice is by txnid alone (the other page may be mid-rewrite);
+	 * if the chosen one is damaged the caller fails: no fallback */
+	return dlmdb_meta_check(pick, env->e_psize) == 0 ? pick : NULL;
 }
 
 static int pwrite_all(int fd, const void *buf, size_t len, off_t off)

@@ -64,9 +64,31 @@ void dlmdb_pg_add_raw(dl_page *p, unsigned i, const void *node, size_t len)
 	memcpy(nd, node, len);
 }
 
+/* LEAF2 pages: fixed-size keys packed from offset 16, no slots; lower and
+ * upper move as if each key had a 2-byte slot and pad-2 bytes of node. */
+void dlmdb_pg_add_leaf2(dl_page *p, unsigned i, const void *key)
+{
+	unsigned n = dl_pg_nkeys(p), ks = p->p_pad;
+	char *base = (char *)p + DL_PAGEHDR;
+	DL_ASSERT(dl_pg_room(p) >= ks);
+	if (i < n)
+		memmove(base + (size_t)(i + 1) * ks, base + (size_t)i * ks, (size_t)(n - i) * ks);
+	memcpy(base + (size_t)i * ks, key, ks);
+	p->p_lower = (uint16_t)(p->p_lower + sizeof(indx_t));
+	p->p_upper = (uint16_t)(p->p_upper - (ks - sizeof(indx_t)));
+}
+
 void dlmdb_pg_del_node(dl_page *p, unsigned i)
 {
 	unsigned n = dl_pg_nkeys(p);
+	if (dl_pg_is_leaf2(p)) {
+		unsigned ks = p->p_pad;
+		char *base = (char *)p + DL_PAGEHDR;
+		memmove(base + (size_t)i * ks, base + (size_t)(i + 1) * ks, (size_t)(n - i - 1) * ks);
+		p->p_lower = (uint16_t)(p->p_lower - sizeof(indx_t));
+		p->p_upper = (uint16_t)(p->p_upper + (ks - sizeof(indx_t)));
+		return;
+	}
 	indx_t *s = dl_pg_slots(p);
 	indx_t off = s[i];
 	dl_node *nd = (dl_node *)((char *)p + off);
@@ -85,4 +107,36 @@ unsigned dlmdb_pg_used(const dl_page *p)
 {
 	/* node bytes plus slots; the caller knows the page size */
 	return (unsigned)(p->p_lower - DL_PAGEHDR) + 0u;
+}
+
+/*
+ * Full structural check of a committed page before we modify a copy of it:
+ * a damaged file then yields MDB_CORRUPTED instead of a wild write.
+ */
+int dlmdb_page_validate(const MDB_env *env, const dl_page *p)
+{
+	unsigned psize = env->e_psize;
+	if (!(p->p_flags & (DL_P_LEAF | DL_P_BRANCH)) || (p->p_flags & (DL_P_OVERFLOW | DL_P_META)))
+		return MDB_CORRUPTED;
+	if (p->p_lower < DL_PAGEHDR || p->p_lower > p->p_upper || p->p_upper > psize || (p->p_lower & 1))
+		return MDB_CORRUPTED;
+	unsigned n = dl_pg_nkeys(p);
+	if (dl_pg_is_leaf2(p)) {
+		if (!p->p_pad || DL_PAGEHDR + (size_t)n * p->p_pad > psize)
+			return MDB_CORRUPTED;
+		return 0;
+	}
+	size_t total = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (!dl_node_in_page(p, i, psize))
+			return MDB_CORRUPTED;
+		const dl_node *nd = dl_pg_node(p, i);
+		size_t sz = dl_node_bytes(p, nd) - sizeof(indx_t);
+		if (dl_pg_slot(p, i) + sz > psize + 1)
+			return MDB_CORRUPTED;
+		total += sz;
+	}
+	if (total > psize - p->p_upper)
+		return MDB_CORRUPTED;
+	return 0;
 }

@@ -8,7 +8,6 @@
  */
 #include "internal.h"
 
-#define DL_PUT_TREE 0x80000000u	/* internal: node is a named-DB record */
 
 static char *scratch(MDB_txn *txn, int i)
 {
@@ -69,9 +68,9 @@ static int overflow_drop(MDB_cursor *mc, dl_node *n)
 	int rc = dlmdb_page_get(txn, dl_node_bigpg(n), &ov);
 	if (rc)
 		return rc;
-	if (!(ov->p_flags & DL_P_OVERFLOW))
-		return MDB_CORRUPTED;
 	unsigned np = dl_pg_ovcount(ov);
+	if (!(ov->p_flags & DL_P_OVERFLOW) || np == 0 || dl_node_bigpg(n) + np > txn->t_next_pg)
+		return MDB_CORRUPTED;
 	mc->c_db->d_overflow -= np;
 	return dlmdb_page_free(txn, dl_node_bigpg(n), np);
 }
@@ -80,10 +79,12 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 {
 	MDB_txn *txn = mc->c_txn;
 	MDB_env *env = txn->t_env;
-	unsigned nflags = (flags & DL_PUT_TREE) ? DL_N_TREE : 0;
+	unsigned nflags = ((flags & DL_PUT_TREE) ? DL_N_TREE : 0) | ((flags & DL_PUT_DUP) ? DL_N_DUP : 0);
 	unsigned char keybuf[DL_MAXKEY + 1];
 	MDB_val k = *key;
 	int rc, exact = 0, empty = 0;
+	/* LMDB keeps a pending "after delete" state when a put fails early */
+	unsigned wasdel = mc->c_flags & DL_C_DEL;
 
 	if (flags & MDB_CURRENT) {
 		if ((rc = dlmdb_cursor_revalidate(mc)))
@@ -110,7 +111,8 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 			MDB_val last;
 			dlmdb_node_keyval(p, mc->c_ki[mc->c_top], &last);
 			if (mc->c_dbx->x_cmp(&k, &last) <= 0) {
-				mc->c_flags = 0;
+				/* as LMDB: left on the last item with the EOF mark */
+				mc->c_flags |= wasdel | DL_C_EOF;
 				return MDB_KEYEXIST;
 			}
 			mc->c_ki[mc->c_top]++;
@@ -124,13 +126,40 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		} else {
 			dl_page *p = mc->c_pg[mc->c_top];
 			mc->c_ki[mc->c_top] = (indx_t)dlmdb_node_find(mc, p, &k, &exact);
+			if (exact < 0)
+				return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 		}
+	}
+	if (exact && dl_pg_is_leaf2(mc->c_pg[mc->c_top]))
+		return (flags & MDB_NOOVERWRITE) ? MDB_KEYEXIST : 0; /* fixed-size value already there */
+	if (!exact && !empty && dl_pg_is_leaf2(mc->c_pg[mc->c_top])) {
+		if (k.mv_size != mc->c_pg[mc->c_top]->p_pad)
+			return MDB_BAD_VALSIZE;
+		dlmdb_txn_changed(txn, mc);
+		if ((rc = dlmdb_cursor_touch(mc)))
+			return rc;
+		int sp = 0;
+		if ((rc = dlmdb_insert_at(mc, mc->c_top, mc->c_ki[mc->c_top], k.mv_data, k.mv_size, flags, &sp)))
+			return DL_TXN_FAIL(txn, rc);
+		mc->c_db->d_entries++;
+		if (sp) {
+			int ex;
+			if ((rc = dlmdb_search_root(mc, &k, DL_SEARCH_KEY)))
+				return DL_TXN_FAIL(txn, rc == MDB_NOTFOUND ? MDB_PROBLEM : rc);
+			mc->c_ki[mc->c_top] = (indx_t)dlmdb_node_find(mc, mc->c_pg[mc->c_top], &k, &ex);
+			if (ex <= 0)
+				return DL_TXN_FAIL(txn, MDB_PROBLEM);
+		}
+		mc->c_flags = DL_C_INIT;
+		txn->t_gen++;
+		return 0;
 	}
 	if (exact) {
 		dl_node *n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
-		if ((n->n_flags & (DL_N_TREE | DL_N_DUP)) != (nflags & DL_N_TREE))
+		if (!(flags & DL_PUT_DUP) && (n->n_flags & (DL_N_TREE | DL_N_DUP)) != nflags)
 			return MDB_INCOMPATIBLE;
 		if (flags & MDB_NOOVERWRITE) {
+			mc->c_flags |= wasdel;
 			rc = dlmdb_node_value(txn, n, data);
 			return rc ? rc : MDB_KEYEXIST;
 		}
@@ -142,7 +171,10 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		dl_page *root;
 		if ((rc = dlmdb_page_alloc(txn, 1, &root)))
 			return DL_TXN_FAIL(txn, rc);
-		dlmdb_pg_init(root, root->p_pgno, DL_P_LEAF, env->e_psize);
+		unsigned fixed = (mc->c_db->d_flags & MDB_DUPFIXED) && mc->c_owner;
+		dlmdb_pg_init(root, root->p_pgno, DL_P_LEAF | (fixed ? DL_P_LEAF2 : 0), env->e_psize);
+		if (fixed)
+			root->p_pad = (uint16_t)mc->c_db->d_pad;
 		mc->c_db->d_root = root->p_pgno;
 		mc->c_db->d_depth = 1;
 		mc->c_db->d_leaf++;
@@ -153,6 +185,14 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		mc->c_flags = DL_C_INIT;
 		txn->t_dbstate[mc->c_dbi] |= DL_DBS_DIRTY;
 		txn->t_flags |= DL_T_DIRTY;
+		if (fixed) {
+			if (k.mv_size != root->p_pad)
+				return DL_TXN_FAIL(txn, MDB_BAD_VALSIZE);
+			dlmdb_pg_add_leaf2(root, 0, k.mv_data);
+			mc->c_db->d_entries++;
+			txn->t_gen++;
+			return 0;
+		}
 	} else if ((rc = dlmdb_cursor_touch(mc))) {
 		return rc;
 	}
@@ -171,6 +211,7 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 				return DL_TXN_FAIL(txn, rc);
 		} else if (dl_node_dsize(n) == data->mv_size &&
 			   DL_NODEHDR + n->n_ksize + data->mv_size <= env->e_nodemax) {
+			n->n_flags = (uint16_t)nflags;
 			if (flags & MDB_RESERVE)
 				data->mv_data = dl_node_data(n);
 			else if (data->mv_size)
@@ -218,7 +259,7 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		if ((rc = dlmdb_search_root(mc, &k, DL_SEARCH_KEY)))
 			return DL_TXN_FAIL(txn, rc == MDB_NOTFOUND ? MDB_PROBLEM : rc);
 		mc->c_ki[mc->c_top] = (indx_t)dlmdb_node_find(mc, mc->c_pg[mc->c_top], &k, &ex);
-		if (!ex)
+		if (ex <= 0)
 			return DL_TXN_FAIL(txn, MDB_PROBLEM);
 	}
 	if (flags & MDB_RESERVE) {
@@ -242,12 +283,10 @@ static int put_checks(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data, un
 		return EINVAL;
 	if ((rc = dlmdb_dbi_ok(txn, dbi)))
 		return rc;
-	if (flags & ~allowed)
+	if (dbi == DL_FREE_DBI || (flags & ~allowed))
 		return EINVAL;
 	if ((rc = dlmdb_txn_usable(txn, 1)))
 		return rc;
-	if (dbi == DL_FREE_DBI)
-		return EINVAL;
 	if (key->mv_size == 0 || key->mv_size > DL_MAXKEY)
 		return MDB_BAD_VALSIZE;
 	if (data->mv_size > 0xffffffffu)
@@ -269,6 +308,18 @@ int mdb_put(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data, unsigned int
 		return rc;
 	MDB_cursor mc;
 	dlmdb_cursor_setup(&mc, txn, dbi);
+	if (txn->t_dbs[dbi].d_flags & MDB_DUPSORT) {
+		dl_xcur x;
+		x.x_buf = txn->t_scratch[2] ? txn->t_scratch[2] : (txn->t_scratch[2] = malloc(txn->t_env->e_psize));
+		if (!x.x_buf)
+			return ENOMEM;
+		dlmdb_dup_bind(&mc, &x);
+		return dlmdb_dup_put(&mc, key, data, flags);
+	}
+	if (flags & (MDB_NODUPDATA | MDB_APPENDDUP)) {
+		/* meaningful only with duplicates; LMDB ignores them here too */
+		flags &= ~(MDB_NODUPDATA | MDB_APPENDDUP);
+	}
 	return dlmdb_tree_put(&mc, key, data, flags & ~MDB_CURRENT);
 }
 
@@ -280,7 +331,9 @@ int mdb_cursor_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned int fla
 		MDB_NODUPDATA | MDB_RESERVE | MDB_APPEND | MDB_APPENDDUP | MDB_CURRENT | MDB_MULTIPLE);
 	if (rc)
 		return rc;
-	return dlmdb_tree_put(mc, key, data, flags);
+	if ((mc->c_db->d_flags & MDB_DUPSORT) && mc->c_sub)
+		return dlmdb_dup_put(mc, key, data, flags);
+	return dlmdb_tree_put(mc, key, data, flags & ~(MDB_NODUPDATA | MDB_APPENDDUP | MDB_MULTIPLE));
 }
 
 /* Store a named-DB record in the main DB (used by dbi.c). */

@@ -78,10 +78,15 @@ unsigned dlmdb_node_find(MDB_cursor *mc, const dl_page *p, const MDB_val *key, i
 {
 	MDB_cmp_func *cmp = mc->c_dbx->x_cmp;
 	unsigned lo = dl_pg_is_branch(p) ? 1 : 0, hi = dl_pg_nkeys(p);
+	unsigned psize = mc->c_bound;
 	MDB_val k;
 	*exact = 0;
 	while (lo < hi) {
 		unsigned mid = lo + (hi - lo) / 2;
+		if (DL_UNLIKELY(!dl_pg_is_leaf2(p) && !dl_node_in_page(p, mid, psize))) {
+			*exact = -1;	/* damaged page: callers report MDB_CORRUPTED */
+			return 0;
+		}
 		dlmdb_node_keyval(p, mid, &k);
 		int r = cmp(key, &k);
 		if (r > 0) {
@@ -98,11 +103,11 @@ unsigned dlmdb_node_find(MDB_cursor *mc, const dl_page *p, const MDB_val *key, i
 	return lo;
 }
 
-static int page_sane(const MDB_env *env, const dl_page *p)
+static int page_sane(unsigned bound, const dl_page *p)
 {
 	if (!(p->p_flags & (DL_P_BRANCH | DL_P_LEAF)))
 		return 0;
-	if (p->p_lower < DL_PAGEHDR || p->p_lower > p->p_upper || p->p_upper > env->e_psize)
+	if (p->p_lower < DL_PAGEHDR || p->p_lower > p->p_upper || p->p_upper > bound)
 		return 0;
 	return 1;
 }
@@ -117,22 +122,31 @@ int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where)
 	MDB_txn *txn = mc->c_txn;
 	pgno_t pg = mc->c_db->d_root;
 	mc->c_depth = 0;
-	mc->c_flags &= ~(DL_C_INIT | DL_C_EOF | DL_C_DEL);
-	if (pg == DL_NO_PAGE)
+	mc->c_flags &= ~(DL_C_INIT | DL_C_EOF | DL_C_DEL | DL_C_SAVED | DL_C_PAST);
+	if (pg == DL_NO_PAGE && !mc->c_inline)
 		return MDB_NOTFOUND;
 	for (unsigned lvl = 0;; lvl++) {
 		dl_page *p;
-		int rc = dlmdb_page_get(txn, pg, &p);
-		if (rc)
-			return DL_TXN_FAIL(txn, rc);
+		if (mc->c_inline) {
+			/* duplicates kept in a sub-page: a one-leaf tree */
+			p = mc->c_inline;
+			if (!dl_pg_is_leaf(p))
+				return DL_TXN_FAIL(txn, MDB_CORRUPTED);
+		} else {
+			int rc = dlmdb_page_get(txn, pg, &p);
+			if (rc)
+				return DL_TXN_FAIL(txn, rc);
+		}
 		if (lvl >= DL_MAX_DEPTH)
 			return DL_TXN_FAIL(txn, MDB_CURSOR_FULL);
-		if (!page_sane(txn->t_env, p))
+		if (!page_sane(mc->c_bound, p))
 			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 		mc->c_pg[lvl] = p;
 		mc->c_depth = lvl + 1;
 		mc->c_top = lvl;
 		unsigned n = dl_pg_nkeys(p);
+		if (dl_pg_is_leaf2(p) && (!p->p_pad || DL_PAGEHDR + (size_t)n * p->p_pad > mc->c_bound))
+			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 		if (dl_pg_is_leaf(p)) {
 			mc->c_ki[lvl] = (where == DL_SEARCH_LAST && n) ? (indx_t)(n - 1) : 0;
 			mc->c_flags |= DL_C_INIT;
@@ -148,9 +162,13 @@ int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where)
 		} else {
 			int exact;
 			i = dlmdb_node_find(mc, p, key, &exact);
+			if (exact < 0)
+				return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 			if (!exact)
 				i--;
 		}
+		if (!dl_node_in_page(p, i, mc->c_bound))
+			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 		mc->c_ki[lvl] = (indx_t)i;
 		pg = dl_node_child(dl_pg_node(p, i));
 	}
@@ -168,6 +186,9 @@ int dlmdb_node_value(MDB_txn *txn, const dl_node *n, MDB_val *data)
 	if (rc)
 		return rc;
 	if (!(ov->p_flags & DL_P_OVERFLOW))
+		return MDB_CORRUPTED;
+	uint32_t cnt = dl_pg_ovcount(ov);
+	if (cnt < dl_ov_pages(txn->t_env, dl_node_dsize(n)) || ov->p_pgno + cnt > txn->t_next_pg)
 		return MDB_CORRUPTED;
 	data->mv_size = dl_node_dsize(n);
 	data->mv_data = (char *)ov + DL_PAGEHDR;

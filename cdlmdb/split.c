@@ -53,10 +53,159 @@ static void item_put(const struct item_view *v, unsigned i, dl_page *p, unsigned
 static int split_page(MDB_cursor *mc, unsigned level, unsigned idx, const void *blob,
 	size_t len, unsigned putflags);
 
+/* Bytes items [from, to) need in a page; a right branch page drops the key
+ * of its first item. */
+static size_t items_bytes(const struct item_view *v, unsigned from, unsigned to, int branch)
+{
+	size_t sum = 0;
+	for (unsigned i = from; i < to; i++)
+		sum += item_cost(v, i);
+	if (branch && from > 0 && from < to) {
+		size_t len0;
+		item_node(v, from, &len0);
+		sum -= dl_even(len0) - dl_even(DL_NODEHDR);
+	}
+	return sum;
+}
+
+static int cut_fits(const struct item_view *v, unsigned cut, int branch, size_t cap)
+{
+	return cut > 0 && cut < v->n && items_bytes(v, 0, cut, branch) <= cap &&
+		items_bytes(v, cut, v->n, branch) <= cap;
+}
+
+/* The most even cut (in bytes) at which both halves fit; 0 if none. */
+static unsigned balanced_cut(const struct item_view *v, int branch, size_t cap)
+{
+	unsigned cut = 0;
+	size_t best = (size_t)-1;
+	for (unsigned c = 1; c < v->n; c++) {
+		size_t left = items_bytes(v, 0, c, branch), right = items_bytes(v, c, v->n, branch);
+		if (left > cap || right > cap)
+			continue;
+		size_t diff = left > right ? left - right : right - left;
+		if (diff < best) {
+			best = diff;
+			cut = c;
+		}
+	}
+	return cut;
+}
+
+/*
+ * The cut stock LMDB 0.9 makes, so that both engines build the same pages
+ * from the same operations (cursor results after a failed lookup or at the
+ * end of a page depend on where pages end).  Its rule: cut at the middle
+ * by count; but when the page holds few items, the new item is large, or
+ * it goes to the end, walk the items' sizes from one end -- from the left
+ * when the new item is in the left half or last (then only the last old
+ * item joins it on the new page), from the right otherwise -- and cut where
+ * the running total first exceeds a page or at a fixed bound near the
+ * middle.  The caller verifies that both halves fit.
+ */
+static unsigned stock_cut(const struct item_view *v, int leaf, size_t pmax, unsigned psize)
+{
+	unsigned nold = v->n - 1, idx = v->idx, mid = (nold + 1) / 2;
+	if (!(nold < (psize >> 7) || item_cost(v, idx) > pmax / 16 || idx >= nold))
+		return mid;
+	size_t run = 0;
+	if (idx <= mid || idx >= nold) {
+		unsigned stop = idx >= nold ? nold : mid + 1 + (unsigned)leaf;
+		if (stop > v->n)
+			stop = v->n;
+		for (unsigned i = 0; i < stop; i++) {
+			run += item_cost(v, i);
+			if (run > pmax || i + 1 == stop)
+				return i;
+		}
+		return mid;
+	}
+	for (unsigned i = nold;; i--) {
+		run += item_cost(v, i);
+		if (run > pmax || i == mid)
+			return i + 1;
+	}
+}
+
+/* Split a full LEAF2 page while inserting key (p_pad bytes) at idx. */
+static int split_leaf2(MDB_cursor *mc, unsigned level, unsigned idx, const void *key,
+	unsigned putflags)
+{
+	MDB_txn *txn = mc->c_txn;
+	size_t psize = txn->t_env->e_psize;
+	dl_page *p = mc->c_pg[level];
+	unsigned ks = p->p_pad, n = dl_pg_nkeys(p), m = n + 1;
+	int rc;
+	if (!txn->t_scratch[0] && !(txn->t_scratch[0] = malloc(psize)))
+		return ENOMEM;
+	char *all = txn->t_scratch[0];
+	char *base = (char *)p + DL_PAGEHDR;
+	/* the full sequence of m keys, the new one in place */
+	memcpy(all, base, (size_t)idx * ks);
+	memcpy(all + (size_t)idx * ks, key, ks);
+	memcpy(all + (size_t)(idx + 1) * ks, base + (size_t)idx * ks, (size_t)(n - idx) * ks);
+	unsigned cut = ((putflags & MDB_APPEND) && idx == n) ? n : m / 2;
+	if (cut == 0)
+		cut = 1;
+	unsigned char sepbuf[DL_NODEHDR + DL_MAXKEY + 2];
+	dl_node *sepnode = (dl_node *)sepbuf;
+	sepnode->n_ksize = (uint16_t)ks;
+	memcpy(sepbuf + DL_NODEHDR, all + (size_t)cut * ks, ks);
+	dl_page *right;
+	if ((rc = dlmdb_page_alloc(txn, 1, &right)))
+		return rc;
+	dlmdb_pg_init(right, right->p_pgno, p->p_flags & (DL_P_LEAF | DL_P_LEAF2), (unsigned)psize);
+	right->p_pad = (uint16_t)ks;
+	dl_node_set_child(sepnode, right->p_pgno);
+	mc->c_db->d_leaf++;
+	uint16_t flags = p->p_flags;
+	dlmdb_pg_init(p, p->p_pgno, flags, (unsigned)psize);
+	p->p_pad = (uint16_t)ks;
+	for (unsigned i = 0; i < cut; i++)
+		dlmdb_pg_add_leaf2(p, i, all + (size_t)i * ks);
+	for (unsigned i = cut; i < m; i++)
+		dlmdb_pg_add_leaf2(right, i - cut, all + (size_t)i * ks);
+	if (level == 0) {
+		dl_page *root;
+		if (mc->c_depth >= DL_MAX_DEPTH)
+			return MDB_CURSOR_FULL;
+		if ((rc = dlmdb_page_alloc(txn, 1, &root)))
+			return rc;
+		dlmdb_pg_init(root, root->p_pgno, DL_P_BRANCH, (unsigned)psize);
+		dlmdb_pg_add_branch(root, 0, NULL, p->p_pgno);
+		mc->c_db->d_root = root->p_pgno;
+		mc->c_db->d_depth++;
+		mc->c_db->d_branch++;
+		for (unsigned l = mc->c_depth; l > 0; l--) {
+			mc->c_pg[l] = mc->c_pg[l - 1];
+			mc->c_ki[l] = mc->c_ki[l - 1];
+		}
+		mc->c_pg[0] = root;
+		mc->c_ki[0] = 0;
+		mc->c_depth++;
+		mc->c_top++;
+		level = 1;
+	}
+	int dummy = 0;
+	/* the separator goes into the parent by an ordinary insert (as LMDB:
+	 * only the leaf level splits for an append) */
+	return dlmdb_insert_at(mc, level - 1, mc->c_ki[level - 1] + 1u, sepbuf, DL_NODEHDR + ks,
+		putflags & ~MDB_APPEND, &dummy);
+}
+
 int dlmdb_insert_at(MDB_cursor *mc, unsigned level, unsigned idx, const void *blob,
 	size_t len, unsigned putflags, int *split)
 {
 	dl_page *p = mc->c_pg[level];
+	if (dl_pg_is_leaf2(p)) {
+		/* blob is the bare key */
+		if (dl_pg_room(p) >= p->p_pad) {
+			dlmdb_pg_add_leaf2(p, idx, blob);
+			return 0;
+		}
+		*split = 1;
+		return split_leaf2(mc, level, idx, blob, putflags);
+	}
 	if (dl_pg_room(p) >= dl_even(len) + sizeof(indx_t)) {
 		dlmdb_pg_add_raw(p, idx, blob, len);
 		return 0;
@@ -86,26 +235,9 @@ static int split_page(MDB_cursor *mc, unsigned level, unsigned idx, const void *
 	if ((putflags & MDB_APPEND) && idx == v.n - 1) {
 		cut = v.n - 1;
 	} else {
-		size_t total = 0, left = 0, best = (size_t)-1;
-		for (unsigned i = 0; i < v.n; i++)
-			total += item_cost(&v, i);
-		for (unsigned c = 1; c < v.n; c++) {
-			left += item_cost(&v, c - 1);
-			size_t right = total - left;
-			if (branch) {
-				size_t len0;
-				const dl_node *f = item_node(&v, c, &len0);
-				right -= dl_even(len0) - dl_even(DL_NODEHDR);
-				(void)f;
-			}
-			if (left > cap || right > cap)
-				continue;
-			size_t diff = left > right ? left - right : right - left;
-			if (diff < best) {
-				best = diff;
-				cut = c;
-			}
-		}
+		cut = stock_cut(&v, !branch, cap, (unsigned)psize);
+		if (!cut_fits(&v, cut, branch, cap))
+			cut = balanced_cut(&v, branch, cap);
 		if (!cut)
 			return MDB_PAGE_FULL;
 	}
@@ -162,5 +294,5 @@ static int split_page(MDB_cursor *mc, unsigned level, unsigned idx, const void *
 	}
 	int dummy = 0;
 	return dlmdb_insert_at(mc, level - 1, mc->c_ki[level - 1] + 1u, sepbuf,
-		DL_NODEHDR + sep.mv_size, putflags, &dummy);
+		DL_NODEHDR + sep.mv_size, putflags & ~MDB_APPEND, &dummy);
 }

@@ -42,8 +42,9 @@ int dlmdb_txn_usable(MDB_txn *txn, int write)
 
 void dlmdb_txn_changed(MDB_txn *txn, MDB_cursor *except)
 {
+	MDB_cursor *owner = except ? except->c_owner : NULL;
 	for (MDB_cursor *c = txn->t_cursors; c; c = c->c_next)
-		if (c != except)
+		if (c != except && c != owner)
 			dlmdb_cursor_save(c);
 	txn->t_gen++;
 }
@@ -92,12 +93,18 @@ static MDB_txn *txn_alloc(MDB_env *env)
 {
 	unsigned nd = env->e_maxdbs;
 	size_t sz = sizeof(MDB_txn) + nd * (sizeof(dl_dbrec) + sizeof(unsigned) + 1);
-	MDB_txn *txn = calloc(1, sz);
+	/* with a large handle limit (mdb_env_set_maxdbs(65536)) zeroing the
+	 * whole block per txn would dominate: only the header and the state
+	 * bytes need it, a record or sequence number is written before its
+	 * handle is marked valid */
+	MDB_txn *txn = malloc(sz);
 	if (!txn)
 		return NULL;
+	memset(txn, 0, sizeof *txn);
 	txn->t_dbs = (dl_dbrec *)(txn + 1);
 	txn->t_dbseq = (unsigned *)(txn->t_dbs + nd);
 	txn->t_dbstate = (unsigned char *)(txn->t_dbseq + nd);
+	memset(txn->t_dbstate, 0, nd);
 	txn->t_env = env;
 	return txn;
 }
@@ -199,6 +206,8 @@ static int child_begin(MDB_txn *txn, MDB_txn *parent)
 	memcpy(txn->t_dbs, parent->t_dbs, parent->t_numdbs * sizeof(dl_dbrec));
 	memcpy(txn->t_dbseq, parent->t_dbseq, parent->t_numdbs * sizeof(unsigned));
 	memcpy(txn->t_dbstate, parent->t_dbstate, parent->t_numdbs);
+	for (unsigned i = 0; i < parent->t_numdbs; i++)
+		txn->t_dbstate[i] &= (unsigned char)~DL_DBS_EMPTIED; /* the child's own events only */
 	if ((rc = dlmdb_pgl_copy(&txn->t_freed, &parent->t_freed)) ||
 	    (rc = dlmdb_pgl_copy(&txn->t_loose, &parent->t_loose)) ||
 	    (rc = dlmdb_pgl_copy(&txn->t_reclaimed, &parent->t_reclaimed)))
@@ -214,6 +223,8 @@ static int child_begin(MDB_txn *txn, MDB_txn *parent)
 
 static void txn_free_lists(MDB_txn *txn)
 {
+	free(txn->t_vals);
+	txn->t_vals = NULL;
 	dlmdb_pgl_free(&txn->t_freed);
 	dlmdb_pgl_free(&txn->t_loose);
 	dlmdb_pgl_free(&txn->t_reclaimed);
@@ -295,6 +306,10 @@ static void txn_end(MDB_txn *txn, int committed)
 	MDB_env *env = txn->t_env;
 	dlmdb_dbis_finish(txn, committed);
 	if (txn->t_flags & DL_T_RDONLY) {
+		for (int i = 0; i < DL_MAX_DEPTH; i++) {
+			free(txn->t_scratch[i]);
+			txn->t_scratch[i] = NULL;
+		}
 		if (!(txn->t_flags & DL_T_DONE)) {
 			dlmdb_reader_release(txn->t_slot);
 			txn->t_slot = NULL;
@@ -358,6 +373,12 @@ static int child_merge(MDB_txn *txn)
 		if ((rc = dlmdb_dirty_put(&p->t_dirty, k, d->d_pages[i])))
 			return rc;
 		free(old);
+		if (d->d_pages[i]->p_flags & DL_P_OVERFLOW) {
+			/* the parent's copies of pages inside this run are stale */
+			uint32_t cnt = dl_pg_ovcount(d->d_pages[i]);
+			for (uint32_t j = 1; j < cnt; j++)
+				free(dlmdb_dirty_remove(&p->t_dirty, k + j));
+		}
 		d->d_keys[i] = ~(pgno_t)0 - 1; /* now owned by the parent */
 	}
 	dl_pgl tmp;
@@ -371,6 +392,15 @@ static int child_merge(MDB_txn *txn)
 	p->t_numdbs = txn->t_numdbs;
 	memcpy(p->t_dbs, txn->t_dbs, txn->t_numdbs * sizeof(dl_dbrec));
 	memcpy(p->t_dbseq, txn->t_dbseq, txn->t_numdbs * sizeof(unsigned));
+	for (unsigned i = 0; i < txn->t_numdbs; i++) {
+		/* a DB the child emptied: the parent's cursors on it are unpositioned
+		 * (as LMDB, whose cursors live on in the child); the parent keeps
+		 * its own mark for its parent */
+		if (txn->t_dbstate[i] & DL_DBS_EMPTIED)
+			dlmdb_cursors_forget(p, i);
+		if (i < p->t_numdbs)
+			txn->t_dbstate[i] |= p->t_dbstate[i] & DL_DBS_EMPTIED;
+	}
 	memcpy(p->t_dbstate, txn->t_dbstate, txn->t_numdbs);
 	p->t_flags |= txn->t_flags & DL_T_DIRTY;
 	p->t_gen++;
@@ -406,6 +436,18 @@ static int write_pages(MDB_txn *txn)
 		list[n++] = d->d_pages[i];
 	}
 	qsort(list, n, sizeof *list, pg_order);
+#ifdef DLMDB_DEBUG
+	for (size_t j = 1; j < n; j++) {
+		dl_page *q = list[j - 1];
+		pgno_t end = q->p_pgno + ((q->p_flags & DL_P_OVERFLOW) ? dl_pg_ovcount(q) : 1);
+		if (list[j]->p_pgno < end) {
+			fprintf(stderr, "dlmdb: dirty page %llu overlaps run %llu+%llu\n",
+				(unsigned long long)list[j]->p_pgno, (unsigned long long)q->p_pgno,
+				(unsigned long long)(end - q->p_pgno));
+			DL_ASSERT(!"dirty pages overlap");
+		}
+	}
+#endif
 	struct iovec iov[64];
 	int rc = 0;
 	size_t i = 0;

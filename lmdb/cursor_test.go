@@ -118,7 +118,7 @@ func TestCursorSeek(t *testing.T) {
 
 func TestCursorDupSort(t *testing.T) {
 	env := openEnv(t, 0)
-	requireDupSort(t, env)
+	requireDupSort(t, env, 0)
 	dbi := openDB(t, env, "dups", DupSort)
 	mustUpdate(t, env, func(txn *Txn) error {
 		for _, k := range []string{"a", "b", "c"} {
@@ -284,7 +284,7 @@ func TestCursorPutDel(t *testing.T) {
 
 func TestCursorDupFixedMulti(t *testing.T) {
 	env := openEnv(t, 0)
-	requireDupSort(t, env)
+	requireDupSort(t, env, DupFixed)
 	dbi := openDB(t, env, "fixed", DupSort|DupFixed)
 	const n = 2000
 	page := make([]byte, 0, 8*n)
@@ -562,5 +562,126 @@ func TestCursorFinalizer(t *testing.T) {
 	defer cur.Close()
 	if got := scan(t, cur, First, Next); len(got) != 3 {
 		t.Fatalf("after a finalized cursor: %v", got)
+	}
+}
+
+func TestBadOpsAndFlags(t *testing.T) {
+	env := openEnv(t, 0)
+	dbi := openDB(t, env, "", 0)
+	fill(t, env, dbi, 3)
+	mustUpdate(t, env, func(txn *Txn) error {
+		cur, err := txn.OpenCursor(dbi)
+		if err != nil {
+			return err
+		}
+		if _, _, err := cur.Get(nil, nil, 99); err == nil {
+			t.Error("cursor op 99: no error")
+		}
+		// Reserve and multiple-value flags belong to PutReserve/PutMulti;
+		// given to Put they are ignored rather than corrupting memory.
+		const reserve, multiple = 0x10000, 0x80000
+		if err := txn.Put(dbi, []byte("p"), []byte("plain"), reserve|multiple); err != nil {
+			return err
+		}
+		if err := cur.Put([]byte("q"), []byte("plain too"), reserve|multiple); err != nil {
+			return err
+		}
+		for k, want := range map[string]string{"p": "plain", "q": "plain too"} {
+			if v, err := txn.Get(dbi, []byte(k)); err != nil || string(v) != want {
+				t.Errorf("%s = %q, %v", k, v, err)
+			}
+		}
+		return nil
+	})
+}
+
+func TestKeyOrderFlags(t *testing.T) {
+	env := openEnv(t, 0)
+	u64 := func(n uint64) []byte { return binary.NativeEndian.AppendUint64(nil, n) }
+	cases := []struct {
+		name  string
+		flags uint
+		keys  [][]byte
+		order []int // indexes into keys, in expected scan order
+	}{
+		{"bytewise", 0, [][]byte{[]byte("ab"), []byte("ba"), []byte("ca")}, []int{0, 1, 2}},
+		{"reverse", ReverseKey, [][]byte{[]byte("ab"), []byte("ba"), []byte("ca")}, []int{1, 2, 0}},
+		{"integer", IntegerKey, [][]byte{u64(256), u64(1), u64(2)}, []int{1, 2, 0}},
+	}
+	for _, tc := range cases {
+		dbi := openDB(t, env, tc.name, tc.flags)
+		mustUpdate(t, env, func(txn *Txn) error {
+			for _, k := range tc.keys {
+				if err := txn.Put(dbi, k, []byte(tc.name), 0); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		mustView(t, env, func(txn *Txn) error {
+			cur, err := txn.OpenCursor(dbi)
+			if err != nil {
+				return err
+			}
+			defer cur.Close()
+			for i, want := range tc.order {
+				op := uint(Next)
+				if i == 0 {
+					op = First
+				}
+				k, _, err := cur.Get(nil, nil, op)
+				if err != nil || !bytes.Equal(k, tc.keys[want]) {
+					t.Errorf("%s: item %d = %x, %v; want %x", tc.name, i, k, err, tc.keys[want])
+				}
+			}
+			return nil
+		})
+	}
+}
+
+func TestDupOrderFlags(t *testing.T) {
+	u32 := func(n uint32) []byte { return binary.NativeEndian.AppendUint32(nil, n) }
+	cases := []struct {
+		name  string
+		flags uint
+		vals  [][]byte
+		order []int
+	}{
+		{"plain", 0, [][]byte{[]byte("ab"), []byte("ba"), []byte("ca")}, []int{0, 1, 2}},
+		{"reverse", ReverseDup, [][]byte{[]byte("ab"), []byte("ba"), []byte("ca")}, []int{1, 2, 0}},
+		{"integer", DupFixed | IntegerDup, [][]byte{u32(256), u32(1), u32(2)}, []int{1, 2, 0}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := openEnv(t, 0)
+			requireDupSort(t, env, tc.flags)
+			dbi := openDB(t, env, tc.name, DupSort|tc.flags)
+			mustUpdate(t, env, func(txn *Txn) error {
+				for _, v := range tc.vals {
+					if err := txn.Put(dbi, []byte("k"), v, 0); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			mustView(t, env, func(txn *Txn) error {
+				cur, err := txn.OpenCursor(dbi)
+				if err != nil {
+					return err
+				}
+				defer cur.Close()
+				for i, want := range tc.order {
+					op := uint(NextDup)
+					if i == 0 {
+						op = First
+					}
+					_, v, err := cur.Get(nil, nil, op)
+					if err != nil || !bytes.Equal(v, tc.vals[want]) {
+						t.Errorf("value %d = %x, %v; want %x", i, v, err, tc.vals[want])
+					}
+				}
+				return nil
+			})
+		})
 	}
 }

@@ -2,7 +2,9 @@ package lmdb
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -445,6 +447,15 @@ func TestEnvCheck(t *testing.T) {
 		t.Fatalf("Check on a healthy env: %v", err)
 	}
 	mustView(t, env, func(txn *Txn) error { return txn.Check() })
+	// Inside a write transaction the checker sees the uncommitted pages.
+	mustUpdate(t, env, func(txn *Txn) error {
+		for i := 0; i < 500; i += 3 {
+			if err := txn.Del(dbi, kv("key", i), nil); err != nil {
+				return err
+			}
+		}
+		return txn.Check()
+	})
 }
 
 func TestCheckErrorShape(t *testing.T) {
@@ -512,4 +523,126 @@ func TestEnvCloseUnderOpenTxn(t *testing.T) {
 	}
 	cur.Close()
 	txn.Abort()
+}
+
+// TestCheckFindsCorruption damages key order inside one leaf page of a
+// closed environment and expects Env.Check to report Corrupted with the
+// checker's reason.
+func TestCheckFindsCorruption(t *testing.T) {
+	dir := t.TempDir()
+	env, err := NewEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Open(dir, 0, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dbi := openDB(t, env, "", 0)
+	fill(t, env, dbi, 1000)
+	if err := env.Check(); err != nil {
+		t.Fatalf("Check before damage: %v", err)
+	}
+	st, err := env.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	psize := int(st.PSize)
+	env.Close()
+
+	path := filepath.Join(dir, "data.mdb")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// LMDB 64-bit page header: pgno u64, pad u16, flags u16, lower u16,
+	// upper u16, then u16 node offsets; a leaf node is lo u16, hi u16,
+	// flags u16, ksize u16, key bytes.
+	damaged := false
+	for pg := 2; (pg+1)*psize <= len(data) && !damaged; pg++ {
+		page := data[pg*psize : (pg+1)*psize]
+		flags := binary.LittleEndian.Uint16(page[10:])
+		lower := int(binary.LittleEndian.Uint16(page[12:]))
+		if flags != 0x02 || (lower-16)/2 < 3 {
+			continue
+		}
+		node := int(binary.LittleEndian.Uint16(page[16+2:])) // second node
+		if node+8 >= psize || page[node+8] != 'k' {
+			continue
+		}
+		page[node+8] = 'z' // now sorts after its right neighbour
+		damaged = true
+	}
+	if !damaged {
+		t.Fatal("found no leaf page to damage")
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	env2, err := NewEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env2.Close()
+	if err := env2.Open(dir, Readonly, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = env2.Check()
+	if !errors.Is(err, Corrupted) || !IsErrno(err, Corrupted) {
+		t.Fatalf("Check after damage = %v, want Corrupted", err)
+	}
+	if msg := err.Error(); len(msg) <= len("mdb_txn_check: "+Corrupted.Error()) {
+		t.Fatalf("Check error %q carries no reason", msg)
+	}
+	t.Logf("checker says: %v", err)
+}
+
+// Every environment flag round-trips data through a write, a reopen and
+// the checker.
+func TestEnvFlagMatrix(t *testing.T) {
+	for _, flags := range []uint{0, WriteMap, WriteMap | MapAsync, NoSync, NoMetaSync, NoReadahead, NoMemInit, NoLock} {
+		t.Run(fmt.Sprintf("%#x", flags), func(t *testing.T) {
+			dir := t.TempDir()
+			env, err := NewEnv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := env.Open(dir, flags, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := env.Flags()
+			if err != nil || got&flags != flags {
+				t.Errorf("Flags() = %#x, %v; opened with %#x", got, err, flags)
+			}
+			dbi := openDB(t, env, "", 0)
+			fill(t, env, dbi, 200)
+			if err := env.Sync(true); err != nil {
+				t.Fatal(err)
+			}
+			env.Close()
+
+			env, err = NewEnv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer env.Close()
+			if err := env.Open(dir, Readonly, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := env.Check(); err != nil {
+				t.Fatal(err)
+			}
+			mustView(t, env, func(txn *Txn) error {
+				st, err := txn.Stat(dbi)
+				if err != nil || st.Entries != 200 {
+					t.Errorf("reopened: %+v, %v", st, err)
+				}
+				v, err := txn.Get(dbi, kv("key", 123))
+				if err != nil || string(v) != "val123" {
+					t.Errorf("reopened Get: %q, %v", v, err)
+				}
+				return nil
+			})
+		})
+	}
 }

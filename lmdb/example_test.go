@@ -226,9 +226,7 @@ func ExampleCursor_Get_dupSort() {
 		fmt.Println("count", n)
 		return nil
 	})
-	// The expected output is "c db go count 3". It is not checked while the
-	// engine does not implement DupSort yet; restore the "Output:" comment
-	// when it does.
+	// Output: c db go count 3
 }
 
 // Sub runs a nested transaction whose changes can be discarded without
@@ -319,4 +317,45 @@ func ExampleEnv_Check() {
 	}
 	fmt.Println("ok")
 	// Output: ok
+}
+
+// A long-lived reader can be parked with Reset and brought up to date with
+// Renew, which is cheaper than beginning a new transaction each time.
+func ExampleTxn_Renew() {
+	env, cleanup := newExampleEnv()
+	defer cleanup()
+
+	var dbi lmdb.DBI
+	put := func(v string) {
+		env.Update(func(txn *lmdb.Txn) (err error) {
+			if dbi, err = txn.OpenRoot(0); err != nil {
+				return err
+			}
+			return txn.Put(dbi, []byte("version"), []byte(v), 0)
+		})
+	}
+	put("v1")
+
+	reader, err := env.BeginTxn(nil, lmdb.Readonly)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reader.Abort()
+	v, _ := reader.Get(dbi, []byte("version"))
+	fmt.Println("snapshot:", string(v))
+
+	put("v2")
+	v, _ = reader.Get(dbi, []byte("version"))
+	fmt.Println("same snapshot after a write:", string(v))
+
+	reader.Reset()
+	if err := reader.Renew(); err != nil {
+		log.Fatal(err)
+	}
+	v, _ = reader.Get(dbi, []byte("version"))
+	fmt.Println("after Renew:", string(v))
+	// Output:
+	// snapshot: v1
+	// same snapshot after a write: v1
+	// after Renew: v2
 }

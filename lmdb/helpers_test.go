@@ -108,16 +108,18 @@ func beginWrite(t testing.TB, env *Env) *Txn {
 }
 
 // requireDupSort skips the calling test while the engine refuses sorted
-// duplicates (it answers MDB_INCOMPATIBLE for DupSort databases until that
-// feature lands); once it accepts them, the test runs unchanged.
-func requireDupSort(t testing.TB, env *Env) {
+// duplicates with the given database flags (DupSort plus any of DupFixed,
+// IntegerDup, ReverseDup): it answers MDB_INCOMPATIBLE until that feature
+// lands, and the test then runs unchanged.
+func requireDupSort(t testing.TB, env *Env, flags uint) {
 	t.Helper()
+	name := fmt.Sprintf("dupsort-probe-%#x", flags)
 	err := env.Update(func(txn *Txn) error {
-		_, err := txn.OpenDBI("dupsort-probe", Create|DupSort)
+		_, err := txn.OpenDBI(name, Create|DupSort|flags)
 		return err
 	})
 	if errors.Is(err, Incompatible) {
-		t.Skipf("engine does not implement DupSort yet: %v", err)
+		t.Skipf("engine does not implement DupSort|%#x yet: %v", flags, err)
 	}
 	if err != nil {
 		t.Fatalf("probing DupSort support: %v", err)

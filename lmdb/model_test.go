@@ -248,3 +248,330 @@ func FuzzPutGet(f *testing.F) {
 		}
 	})
 }
+
+// dupModel is the oracle for a DupSort database: key -> sorted values.
+type dupModel map[string][]string
+
+func (m dupModel) clone() dupModel {
+	out := make(dupModel, len(m))
+	for k, vs := range m {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+func (m dupModel) has(k, v string) bool {
+	vs := m[k]
+	i := sort.SearchStrings(vs, v)
+	return i < len(vs) && vs[i] == v
+}
+
+func (m dupModel) add(k, v string) {
+	vs := m[k]
+	i := sort.SearchStrings(vs, v)
+	if i < len(vs) && vs[i] == v {
+		return
+	}
+	vs = append(vs, "")
+	copy(vs[i+1:], vs[i:])
+	vs[i] = v
+	m[k] = vs
+}
+
+func (m dupModel) remove(k, v string) {
+	vs := m[k]
+	i := sort.SearchStrings(vs, v)
+	if i < len(vs) && vs[i] == v {
+		vs = append(vs[:i], vs[i+1:]...)
+	}
+	if len(vs) == 0 {
+		delete(m, k)
+	} else {
+		m[k] = vs
+	}
+}
+
+func (m dupModel) count() (n int) {
+	for _, vs := range m {
+		n += len(vs)
+	}
+	return n
+}
+
+// TestRandomDupOpsAgainstModel drives a DupSort database with random
+// puts, NoDupData puts, value deletes and whole-key deletes, then checks
+// every duplicate-aware cursor operation against the model.
+func TestRandomDupOpsAgainstModel(t *testing.T) {
+	env := openEnv(t, 0)
+	requireDupSort(t, env, 0)
+	seed := int64(os.Getpid()) + 7
+	if s := os.Getenv("DLMDB_MODEL_SEED"); s != "" {
+		seed, _ = strconv.ParseInt(s, 10, 64)
+	}
+	t.Logf("seed %d (replay with DLMDB_MODEL_SEED=%d)", seed, seed)
+	rng := rand.New(rand.NewSource(seed))
+	dbi := openDB(t, env, "dups", DupSort)
+	committed := dupModel{}
+	randKey := func() string { return fmt.Sprintf("key%02d", rng.Intn(40)) }
+	randVal := func() string { return fmt.Sprintf("val%04d", rng.Intn(400)) }
+
+	apply := func(txn *Txn, m dupModel, n int) error {
+		cur, err := txn.OpenCursor(dbi)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < n; i++ {
+			k, v := randKey(), randVal()
+			switch op := rng.Intn(20); {
+			case op == 0 && rng.Intn(8) == 0:
+				// A burst of values under one key pushes its duplicates
+				// out of the leaf into a sub-database.
+				for j := 0; j < 150; j++ {
+					v := randVal()
+					if err := txn.Put(dbi, []byte(k), []byte(v), 0); err != nil {
+						return fmt.Errorf("burst put %s/%s: %w", k, v, err)
+					}
+					m.add(k, v)
+				}
+			case op < 11:
+				if err := txn.Put(dbi, []byte(k), []byte(v), 0); err != nil {
+					return fmt.Errorf("put %s/%s: %w", k, v, err)
+				}
+				m.add(k, v)
+			case op < 13:
+				err := cur.Put([]byte(k), []byte(v), NoDupData)
+				if m.has(k, v) != IsErrno(err, KeyExist) || !m.has(k, v) && err != nil {
+					return fmt.Errorf("NoDupData %s/%s (has=%v): %v", k, v, m.has(k, v), err)
+				}
+				m.add(k, v)
+			case op < 18:
+				if vs := m[k]; len(vs) > 0 && rng.Intn(3) > 0 {
+					v = vs[rng.Intn(len(vs))] // mostly delete values that exist
+				}
+				err := txn.Del(dbi, []byte(k), []byte(v))
+				if m.has(k, v) && err != nil || !m.has(k, v) && !IsNotFound(err) {
+					return fmt.Errorf("del %s/%s (has=%v): %v", k, v, m.has(k, v), err)
+				}
+				m.remove(k, v)
+			default:
+				_, _, err := cur.Get([]byte(k), nil, Set)
+				if _, ok := m[k]; ok != (err == nil) {
+					return fmt.Errorf("Set %s (present=%v): %v", k, ok, err)
+				}
+				if err == nil {
+					if err := cur.Del(NoDupData); err != nil {
+						return fmt.Errorf("del all of %s: %w", k, err)
+					}
+					delete(m, k)
+				}
+			}
+		}
+		return nil
+	}
+
+	verify := func(txn *Txn, m dupModel, where string) {
+		t.Helper()
+		st, err := txn.Stat(dbi)
+		if err != nil || st.Entries != uint64(m.count()) {
+			t.Fatalf("%s: Stat %+v, %v; model has %d values", where, st, err, m.count())
+		}
+		cur, err := txn.OpenCursor(dbi)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cur.Close()
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		// Key by key with NextNoDup, values with NextDup, counts with Count.
+		ki := 0
+		for k, v, err := cur.Get(nil, nil, First); !IsNotFound(err); k, v, err = cur.Get(nil, nil, NextNoDup) {
+			if err != nil || ki >= len(keys) || string(k) != keys[ki] {
+				t.Fatalf("%s: key %d = %q, %v; model %v", where, ki, k, err, keys[ki:])
+			}
+			want := m[keys[ki]]
+			if n, err := cur.Count(); err != nil || n != uint64(len(want)) {
+				t.Fatalf("%s: Count(%s) = %d, %v; want %d", where, k, n, err, len(want))
+			}
+			got := []string{string(v)}
+			for {
+				_, v, err := cur.Get(nil, nil, NextDup)
+				if IsNotFound(err) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("%s: NextDup in %s: %v", where, k, err)
+				}
+				got = append(got, string(v))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%s: values of %s = %v, want %v", where, k, got, want)
+			}
+			// LastDup then PrevDup back to the start.
+			if _, v, err := cur.Get(nil, nil, LastDup); err != nil || string(v) != want[len(want)-1] {
+				t.Fatalf("%s: LastDup %s = %q, %v", where, k, v, err)
+			}
+			if _, v, err := cur.Get(nil, nil, FirstDup); err != nil || string(v) != want[0] {
+				t.Fatalf("%s: FirstDup %s = %q, %v", where, k, v, err)
+			}
+			cur.Get(nil, nil, LastDup)
+			ki++
+		}
+		if ki != len(keys) {
+			t.Fatalf("%s: saw %d keys, model %d", where, ki, len(keys))
+		}
+		// Point lookups.
+		for j := 0; j < 40; j++ {
+			k, v := randKey(), randVal()
+			_, _, err := cur.Get([]byte(k), []byte(v), GetBoth)
+			if m.has(k, v) != (err == nil) {
+				t.Fatalf("%s: GetBoth %s/%s = %v, model has=%v", where, k, v, err, m.has(k, v))
+			}
+			vs := m[k]
+			at := sort.SearchStrings(vs, v)
+			_, got, err := cur.Get([]byte(k), []byte(v), GetBothRange)
+			switch {
+			case at == len(vs) && !IsNotFound(err):
+				t.Fatalf("%s: GetBothRange %s/%s = %q, %v; want NotFound", where, k, v, got, err)
+			case at < len(vs) && (err != nil || string(got) != vs[at]):
+				t.Fatalf("%s: GetBothRange %s/%s = %q, %v; want %s", where, k, v, got, err, vs[at])
+			}
+			first, err := txn.Get(dbi, []byte(k))
+			if len(vs) == 0 && !IsNotFound(err) || len(vs) > 0 && (err != nil || string(first) != vs[0]) {
+				t.Fatalf("%s: Get %s = %q, %v; model %v", where, k, first, err, vs)
+			}
+		}
+	}
+
+	rounds := 60 * testScale()
+	for r := 0; r < rounds; r++ {
+		where := fmt.Sprintf("round %d", r)
+		next := committed.clone()
+		abort := rng.Intn(6) == 0
+		err := env.Update(func(txn *Txn) error {
+			if err := apply(txn, next, 1+rng.Intn(100)); err != nil {
+				return err
+			}
+			verify(txn, next, where+" (write txn)")
+			if abort {
+				return errRollback
+			}
+			return nil
+		})
+		if abort && err != errRollback || !abort && err != nil {
+			t.Fatalf("%s: %v", where, err)
+		}
+		if !abort {
+			committed = next
+		}
+		mustView(t, env, func(txn *Txn) error {
+			verify(txn, committed, where+" (read txn)")
+			return nil
+		})
+	}
+	if err := env.Check(); err != nil {
+		t.Fatalf("Check after random dup ops: %v", err)
+	}
+}
+
+// FuzzCursorOps interprets the input as a program of cursor and
+// transaction calls with arbitrary operation codes and flags on a DupSort
+// database. Whatever the calls return, nothing may crash, and afterwards
+// the database must pass the checker and agree with its own statistics.
+func FuzzCursorOps(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19})
+	f.Add([]byte("\x01a\x01b\x02\x00\x03\x08\x04\x40\x05\x20\x06\x00\x07\x01"))
+	f.Add(bytes.Repeat([]byte{1, 7, 3, 9, 4, 0x40, 2, 12}, 20))
+	f.Fuzz(func(t *testing.T, prog []byte) {
+		// A fresh environment per input keeps every failure reproducible
+		// from its input alone.
+		env := openEnv(t, 0)
+		dbi := openDB(t, env, "fuzz", DupSort)
+		next := func() byte {
+			if len(prog) == 0 {
+				return 0
+			}
+			b := prog[0]
+			prog = prog[1:]
+			return b
+		}
+		item := func() []byte { // short keys and values from a tiny alphabet
+			n := int(next() % 4)
+			out := make([]byte, n)
+			for i := range out {
+				out[i] = 'a' + next()%3
+			}
+			return out
+		}
+		flagsFrom := func(b byte) uint {
+			all := []uint{NoOverwrite, NoDupData, Current, Append, AppendDup}
+			var fl uint
+			for i, v := range all {
+				if b&(1<<i) != 0 {
+					fl |= v
+				}
+			}
+			return fl
+		}
+		err := env.Update(func(txn *Txn) error {
+			cur, err := txn.OpenCursor(dbi)
+			if err != nil {
+				return err
+			}
+			for len(prog) > 0 {
+				switch next() % 8 {
+				case 0:
+					cur.Get(item(), item(), uint(next()%20))
+				case 1:
+					cur.Put(item(), item(), flagsFrom(next()))
+				case 2:
+					cur.Del(uint(next()&1) * NoDupData)
+				case 3:
+					txn.Put(dbi, item(), item(), flagsFrom(next()))
+				case 4:
+					txn.Del(dbi, item(), item())
+				case 5:
+					txn.Get(dbi, item())
+				case 6:
+					cur.Count()
+				case 7:
+					txn.Sub(func(sub *Txn) error {
+						sub.Put(dbi, item(), item(), 0)
+						if next()&1 == 0 {
+							return errRollback
+						}
+						return nil
+					})
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("update: %v", err)
+		}
+		mustView(t, env, func(txn *Txn) error {
+			if err := txn.Check(); err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			st, err := txn.Stat(dbi)
+			if err != nil {
+				return err
+			}
+			cur, err := txn.OpenCursor(dbi)
+			if err != nil {
+				return err
+			}
+			defer cur.Close()
+			n := uint64(0)
+			for _, _, err := cur.Get(nil, nil, First); err == nil; _, _, err = cur.Get(nil, nil, Next) {
+				n++
+			}
+			if n != st.Entries {
+				t.Fatalf("scan counted %d items, Stat says %d", n, st.Entries)
+			}
+			return nil
+		})
+	})
+}

@@ -277,6 +277,8 @@ func (txn *Txn) OpenDBI(name string, flags uint) (DBI, error) {
 }
 
 // CreateDBI is OpenDBI(name, Create).
+//
+// See mdb_dbi_open.
 func (txn *Txn) CreateDBI(name string) (DBI, error) {
 	return txn.OpenDBI(name, Create)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -300,7 +301,7 @@ func TestTxnAppend(t *testing.T) {
 
 func TestTxnDupSortDel(t *testing.T) {
 	env := openEnv(t, 0)
-	requireDupSort(t, env)
+	requireDupSort(t, env, 0)
 	dbi := openDB(t, env, "dups", DupSort)
 	mustUpdate(t, env, func(txn *Txn) error {
 		for _, v := range []string{"c", "a", "b"} {
@@ -726,4 +727,52 @@ func TestConcurrentReaders(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// Writers on several goroutines are serialized by the engine: every
+// read-modify-write of a shared counter survives.
+func TestConcurrentWriters(t *testing.T) {
+	env := openEnv(t, 0)
+	dbi := openDB(t, env, "", 0)
+	const writers, rounds = 4, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 0; r < rounds; r++ {
+				err := env.Update(func(txn *Txn) error {
+					n := 0
+					v, err := txn.Get(dbi, []byte("counter"))
+					switch {
+					case err == nil:
+						n, err = strconv.Atoi(string(v))
+						if err != nil {
+							return err
+						}
+					case !IsNotFound(err):
+						return err
+					}
+					return txn.Put(dbi, []byte("counter"), []byte(strconv.Itoa(n+1)), 0)
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	mustView(t, env, func(txn *Txn) error {
+		v, err := txn.Get(dbi, []byte("counter"))
+		if err != nil || string(v) != strconv.Itoa(writers*rounds) {
+			t.Errorf("counter = %q, %v; want %d", v, err, writers*rounds)
+		}
+		return nil
+	})
 }

@@ -56,26 +56,24 @@ func (s *Scanner) Cursor() *lmdb.Cursor {
 // usable records errClosed (unless an earlier error is pending) and reports
 // false when the Scanner has no cursor.
 func (s *Scanner) usable() bool {
-	if s.cur == nil {
-		if s.err == nil {
-			s.err = errClosed
-		}
-		return false
+	closed := s.cur == nil
+	if closed && s.err == nil {
+		s.err = errClosed
 	}
-	return true
+	return !closed
 }
 
 // Scan moves to the next item and reports whether there is one. After Set
 // or SetNext the first Scan reports the item they found without moving.
 func (s *Scanner) Scan() bool {
-	if !s.usable() {
+	switch {
+	case !s.usable():
 		return false
-	}
-	if s.parked {
+	case s.parked:
 		s.parked = false
-		return s.err == nil
+	default:
+		s.key, s.val, s.err = s.cur.Get(nil, nil, s.move)
 	}
-	s.key, s.val, s.err = s.cur.Get(nil, nil, s.move)
 	return s.err == nil
 }
 

@@ -537,8 +537,256 @@ static void test_readers_and_copy(void)
 	EXPECT(sizes[1] < sizes[0]);
 }
 
+/* Without readers, rewriting the same data must not grow the file. */
+static void test_page_reuse(void)
+{
+	MDB_env *env = fresh_env(DIR0, 16u << 20, 4, MDB_NOSYNC);
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	char kb[16], vb[3000];
+	memset(vb, 'r', sizeof vb);
+	size_t after5 = 0;
+	MDB_envinfo info;
+	for (int g = 1; g <= 40; g++) {
+		MUST(mdb_txn_begin(env, NULL, 0, &txn));
+		MUST(mdb_dbi_open(txn, NULL, 0, &dbi));
+		for (int i = 0; i < 400; i++) {
+			snprintf(kb, sizeof kb, "t%04d", i);
+			MDB_val k = sv(kb), v = {(i % 40 == 0) ? sizeof vb : 16u, vb};
+			MUST(mdb_put(txn, dbi, &k, &v, 0));
+		}
+		MUST(mdb_txn_commit(txn));
+		MUST(mdb_env_info(env, &info));
+		if (g == 5)
+			after5 = info.me_last_pgno;
+	}
+	EXPECT(info.me_last_pgno == after5);
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
+	char msg[200];
+	EXPECT_RC(mdb_txn_check(txn, msg, sizeof msg), 0);
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+}
+
+/* Sorted duplicates: sub-page, growth into a sub-tree, ordering, deletes. */
+static void test_dupsort(void)
+{
+	MDB_env *env = fresh_env(DIR0, 32u << 20, 4, 0);
+	MDB_txn *txn;
+	MDB_dbi dbi, fx;
+	MDB_cursor *c;
+	MDB_val k, v;
+	char vb[64];
+	mdb_size_t cnt = 0;
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	EXPECT_RC(mdb_dbi_open(txn, "fixed", MDB_CREATE | MDB_DUPSORT | MDB_DUPFIXED | MDB_INTEGERDUP, &fx), 0);
+	{
+		/* MDB_MULTIPLE put of 3000 fixed-size values, read back page-wise */
+		uint32_t *arr = malloc(3000 * sizeof(uint32_t));
+		for (uint32_t i = 0; i < 3000; i++)
+			arr[i] = i * 2 + 1;
+		MDB_cursor *fc;
+		MUST(mdb_cursor_open(txn, fx, &fc));
+		MDB_val mk = sv("ints"), mv[2] = {{sizeof(uint32_t), arr}, {3000, NULL}};
+		EXPECT_RC(mdb_cursor_put(fc, &mk, mv, MDB_MULTIPLE), 0);
+		EXPECT(mv[1].mv_size == 3000);
+		MDB_val bad = {5, "12345"};
+		mk = sv("ints");
+		EXPECT_RC(mdb_put(txn, fx, &mk, &bad, 0), MDB_BAD_VALSIZE);
+		mk = sv("ints");
+		MDB_val fv;
+		EXPECT_RC(mdb_cursor_get(fc, &mk, &fv, MDB_SET), 0);
+		size_t seen = 0;
+		int inorder = 1, rc2;
+		uint32_t expect = 1;
+		for (rc2 = mdb_cursor_get(fc, &mk, &fv, MDB_GET_MULTIPLE); rc2 == 0;
+		     rc2 = mdb_cursor_get(fc, &mk, &fv, MDB_NEXT_MULTIPLE)) {
+			EXPECT(fv.mv_size % 4 == 0 && fv.mv_size > 0);
+			for (size_t j = 0; j < fv.mv_size / 4; j++) {
+				uint32_t got;
+				memcpy(&got, (char *)fv.mv_data + j * 4, 4);
+				if (got != expect)
+					inorder = 0;
+				expect += 2;
+				seen++;
+			}
+		}
+		EXPECT(rc2 == MDB_NOTFOUND);
+		EXPECT(seen == 3000 && inorder);
+		/* the same values come back one by one, and PREV_MULTIPLE walks back */
+		EXPECT_RC(mdb_cursor_get(fc, &mk, &fv, MDB_LAST_DUP), 0);
+		uint32_t lastv;
+		memcpy(&lastv, fv.mv_data, 4);
+		EXPECT(lastv == 5999);
+		size_t back = 0;
+		while (mdb_cursor_get(fc, &mk, &fv, MDB_PREV_MULTIPLE) == 0)
+			back += fv.mv_size / 4;
+		EXPECT(back > 0 && back < 3000);
+		mdb_size_t fcnt = 0;
+		EXPECT_RC(mdb_cursor_count(fc, &fcnt), 0);
+		EXPECT(fcnt == 3000);
+		/* delete a third, through the cursor */
+		mk = sv("ints");
+		EXPECT_RC(mdb_cursor_get(fc, &mk, &fv, MDB_SET), 0);
+		for (int j = 0; j < 1000; j++)
+			EXPECT_RC(mdb_cursor_del(fc, 0), 0);
+		EXPECT_RC(mdb_cursor_count(fc, &fcnt), 0);
+		EXPECT(fcnt == 2000);
+		EXPECT_RC(mdb_cursor_get(fc, &mk, &fv, MDB_GET_CURRENT), 0);
+		memcpy(&lastv, fv.mv_data, 4);
+		EXPECT(lastv == 2001);
+		mdb_cursor_close(fc);
+		free(arr);
+		char cmsg[200];
+		EXPECT_RC(mdb_txn_check(txn, cmsg, sizeof cmsg), 0);
+	}
+	MUST(mdb_dbi_open(txn, "dups", MDB_CREATE | MDB_DUPSORT, &dbi));
+	/* 600 values for one key, inserted in a scrambled order */
+	for (int i = 0; i < 600; i++) {
+		int n = (i * 7919) % 600;
+		snprintf(vb, sizeof vb, "value-%05d-padding-padding", n);
+		k = sv("multi");
+		v = sv(vb);
+		EXPECT_RC(mdb_put(txn, dbi, &k, &v, 0), 0);
+		if (i == 3)
+			EXPECT_RC(mdb_put(txn, dbi, &k, &v, MDB_NODUPDATA), MDB_KEYEXIST);
+	}
+	k = sv("single");
+	v = sv("only");
+	MUST(mdb_put(txn, dbi, &k, &v, 0));
+	k = sv("multi");
+	v = sv("zzz");
+	EXPECT_RC(mdb_put(txn, dbi, &k, &v, MDB_NOOVERWRITE), MDB_KEYEXIST);
+	EXPECT(val_is(&v, "value-00000-padding-padding"));
+	MUST(mdb_cursor_open(txn, dbi, &c));
+	k = sv("multi");
+	EXPECT_RC(mdb_cursor_get(c, &k, &v, MDB_SET), 0);
+	EXPECT_RC(mdb_cursor_count(c, &cnt), 0);
+	EXPECT(cnt == 600);
+	int n = 1, ordered = 1;
+	char prev[64];
+	memcpy(prev, v.mv_data, v.mv_size);
+	size_t plen = v.mv_size;
+	while (mdb_cursor_get(c, &k, &v, MDB_NEXT_DUP) == 0) {
+		MDB_val pv = {plen, prev};
+		if (mdb_dcmp(txn, dbi, &pv, &v) >= 0)
+			ordered = 0;
+		memcpy(prev, v.mv_data, v.mv_size);
+		plen = v.mv_size;
+		n++;
+	}
+	EXPECT(n == 600 && ordered);
+	EXPECT_RC(mdb_cursor_get(c, &k, &v, MDB_NEXT), 0);
+	EXPECT(val_is(&k, "single") && val_is(&v, "only"));
+	EXPECT_RC(mdb_cursor_count(c, &cnt), 0);
+	EXPECT(cnt == 1);
+	EXPECT_RC(mdb_cursor_get(c, &k, &v, MDB_PREV_NODUP), 0);
+	EXPECT(val_is(&k, "multi") && val_is(&v, "value-00599-padding-padding"));
+	k = sv("multi");
+	v = sv("value-00300-padding-padding");
+	EXPECT_RC(mdb_cursor_get(c, &k, &v, MDB_GET_BOTH), 0);
+	v = sv("value-00300-x");
+	EXPECT_RC(mdb_cursor_get(c, &k, &v, MDB_GET_BOTH_RANGE), 0);
+	EXPECT(val_is(&v, "value-00301-padding-padding"));
+	v = sv("value-00300-x");
+	EXPECT_RC(mdb_cursor_get(c, &k, &v, MDB_GET_BOTH), MDB_NOTFOUND);
+	/* delete every other value: through mdb_del and through the cursor */
+	for (int i = 0; i < 600; i += 2) {
+		snprintf(vb, sizeof vb, "value-%05d-padding-padding", i);
+		k = sv("multi");
+		v = sv(vb);
+		if (i % 4 == 0) {
+			EXPECT_RC(mdb_del(txn, dbi, &k, &v), 0);
+		} else {
+			EXPECT_RC(mdb_cursor_get(c, &k, &v, MDB_GET_BOTH), 0);
+			EXPECT_RC(mdb_cursor_del(c, 0), 0);
+		}
+	}
+	k = sv("multi");
+	v = sv("value-00002-padding-padding");
+	EXPECT_RC(mdb_del(txn, dbi, &k, &v), MDB_NOTFOUND);
+	k = sv("multi");
+	EXPECT_RC(mdb_cursor_get(c, &k, &v, MDB_SET), 0);
+	EXPECT(val_is(&v, "value-00001-padding-padding"));
+	EXPECT_RC(mdb_cursor_count(c, &cnt), 0);
+	EXPECT(cnt == 300);
+	MDB_stat st;
+	EXPECT_RC(mdb_stat(txn, dbi, &st), 0);
+	EXPECT(st.ms_entries == 301);
+	char msg[200];
+	EXPECT_RC(mdb_txn_check(txn, msg, sizeof msg), 0);
+	EXPECT_RC(mdb_txn_commit(txn), 0);
+	/* compact copy keeps the sub-tree */
+	tu_fresh_dir("build/api_dupcopy");
+	EXPECT_RC(mdb_env_copy2(env, "build/api_dupcopy", MDB_CP_COMPACT), 0);
+	/* the rest goes with one delete, the sub-tree's pages are freed */
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	k = sv("multi");
+	EXPECT_RC(mdb_del(txn, dbi, &k, NULL), 0);
+	EXPECT_RC(mdb_stat(txn, dbi, &st), 0);
+	EXPECT(st.ms_entries == 1);
+	EXPECT_RC(mdb_txn_check(txn, msg, sizeof msg), 0);
+	EXPECT_RC(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+	MDB_env *e2;
+	MUST(mdb_env_create(&e2));
+	MUST(mdb_env_set_maxdbs(e2, 4));
+	MUST(mdb_env_open(e2, "build/api_dupcopy", MDB_RDONLY, 0644));
+	MUST(mdb_txn_begin(e2, NULL, MDB_RDONLY, &txn));
+	MUST(mdb_dbi_open(txn, "dups", 0, &dbi));
+	EXPECT_RC(mdb_stat(txn, dbi, &st), 0);
+	EXPECT(st.ms_entries == 301);
+	EXPECT_RC(mdb_txn_check(txn, msg, sizeof msg), 0);
+	MUST(mdb_cursor_open(txn, dbi, &c));
+	k = sv("multi");
+	EXPECT_RC(mdb_cursor_get(c, &k, &v, MDB_SET), 0);
+	EXPECT_RC(mdb_cursor_count(c, &cnt), 0);
+	EXPECT(cnt == 300);
+	mdb_cursor_close(c);
+	mdb_txn_abort(txn);
+	mdb_env_close(e2);
+	/* INTEGERDUP and REVERSEDUP orders */
+	env = fresh_env(DIR0, 0, 4, 0);
+	MDB_dbi di, dr;
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	MUST(mdb_dbi_open(txn, "int", MDB_CREATE | MDB_DUPSORT | MDB_INTEGERDUP, &di));
+	MUST(mdb_dbi_open(txn, "rev", MDB_CREATE | MDB_DUPSORT | MDB_REVERSEDUP, &dr));
+	unsigned ints[] = {300, 2, 70000, 1};
+	const char *strs[] = {"ab", "ba", "cc", "a"};
+	for (int i = 0; i < 4; i++) {
+		k = sv("k");
+		MDB_val iv = {sizeof(unsigned), &ints[i]};
+		MUST(mdb_put(txn, di, &k, &iv, 0));
+		v = sv(strs[i]);
+		MUST(mdb_put(txn, dr, &k, &v, 0));
+	}
+	MUST(mdb_cursor_open(txn, di, &c));
+	unsigned last = 0, x;
+	int cntd = 0;
+	while (mdb_cursor_get(c, &k, &v, MDB_NEXT) == 0) {
+		memcpy(&x, v.mv_data, sizeof x);
+		EXPECT(x > last);
+		last = x;
+		cntd++;
+	}
+	EXPECT(cntd == 4);
+	mdb_cursor_close(c);
+	MUST(mdb_cursor_open(txn, dr, &c));
+	const char *want[] = {"a", "ba", "ab", "cc"};
+	for (int i = 0; i < 4; i++) {
+		EXPECT_RC(mdb_cursor_get(c, &k, &v, MDB_NEXT), 0);
+		EXPECT(val_is(&v, want[i]));
+	}
+	mdb_cursor_close(c);
+	EXPECT_RC(mdb_txn_check(txn, msg, sizeof msg), 0);
+	EXPECT_RC(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+}
+
 int main(void)
 {
+	test_dupsort();
+	test_page_reuse();
 	test_library();
 	test_env_settings();
 	test_put_get_flags();

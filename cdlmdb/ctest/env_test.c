@@ -178,10 +178,34 @@ static void test_damage(void)
 	write_bytes(data, 4096 + 20, &ver, 4);
 	EXPECT_RC(try_open(dir), MDB_VERSION_MISMATCH);
 
-	/* one damaged meta: the other one still opens the data */
-	make_db(dir);
-	write_bytes(data, 16, &junk, 4);
-	EXPECT_RC(try_open(dir), 0);
+	/* one damaged meta, either one: an error as in LMDB, never a silent
+	 * switch to the other meta (which would lose or hide commits) */
+	for (int pg = 0; pg < 2; pg++) {
+		make_db(dir);
+		write_bytes(data, 4096 * pg + 16, &junk, 4);
+		EXPECT_RC(try_open(dir), MDB_INVALID);
+		make_db(dir);
+		write_bytes(data, 4096 * pg + 20, &ver, 4);
+		EXPECT_RC(try_open(dir), MDB_VERSION_MISMATCH);
+		make_db(dir);
+		uint16_t notmeta = 0x02;
+		write_bytes(data, 4096 * pg + 10, &notmeta, 2);
+		EXPECT_RC(try_open(dir), MDB_INVALID);
+	}
+	/* impossible main root in the newest meta only: MDB_CORRUPTED, not the
+	 * older commit; the same damage in the older (unused) meta is harmless */
+	for (int newest = 0; newest < 2; newest++) {
+		make_db(dir);
+		uint64_t tx[2], zero = 0;
+		int f1 = open(data, O_RDONLY);
+		for (int i = 0; i < 2; i++)
+			EXPECT(pread(f1, &tx[i], 8, 4096 * i + 16 + 128) == 8);
+		close(f1);
+		int pg = (tx[0] > tx[1]) == newest ? 0 : 1;
+		EXPECT(tx[0] != tx[1]);
+		write_bytes(data, 4096 * pg + 16 + 72 + 40, &zero, 8);
+		EXPECT_RC(try_open(dir), newest ? MDB_CORRUPTED : 0);
+	}
 
 	/* not a meta page at all */
 	make_db(dir);
@@ -281,8 +305,78 @@ static void test_lockfile_foreign(void)
 	mdb_env_close(a);
 }
 
+/* Flip random bytes in tree pages: reads and the checker must return
+ * errors (or data), never crash. */
+static void test_fuzz_pages(void)
+{
+	const char *dir = "build/env_fuzz";
+	char data[256], pristine[256], cmd[600];
+	snprintf(data, sizeof data, "%s/data.mdb", dir);
+	snprintf(pristine, sizeof pristine, "build/env_fuzz.orig");
+	make_db(dir);
+	snprintf(cmd, sizeof cmd, "cp %s %s", data, pristine);
+	EXPECT(system(cmd) == 0);
+	struct stat st;
+	EXPECT(stat(data, &st) == 0);
+	size_t pages = (size_t)st.st_size / 4096;
+	uint64_t s = 4711;
+	int errors = 0, runs = 60 * tu_scale();
+	for (int r = 0; r < runs; r++) {
+		snprintf(cmd, sizeof cmd, "cp %s %s", pristine, data);
+		EXPECT(system(cmd) == 0);
+		for (int f = 0; f < 8; f++) {
+			size_t pg = 2 + tu_below(&s, (unsigned)(pages - 2));
+			off_t off = (off_t)(pg * 4096 + tu_below(&s, 4096));
+			unsigned char b = (unsigned char)tu_next(&s);
+			write_bytes(data, off, &b, 1);
+		}
+		MDB_env *env;
+		MDB_txn *txn;
+		MDB_dbi dbi;
+		MUST(mdb_env_create(&env));
+		if (mdb_env_open(env, dir, MDB_RDONLY, 0644) == 0 &&
+		    mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
+			if (mdb_dbi_open(txn, NULL, 0, &dbi) == 0) {
+				MDB_cursor *c;
+				MDB_val k, v;
+				if (mdb_cursor_open(txn, dbi, &c) == 0) {
+					int rc, n = 0;
+					while ((rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) == 0 && n < 100000)
+						n++;
+					errors += rc != MDB_NOTFOUND;
+					mdb_cursor_close(c);
+				}
+				char msg[200];
+				errors += mdb_txn_check(txn, msg, sizeof msg) != 0;
+			}
+			mdb_txn_abort(txn);
+		}
+		mdb_env_close(env);
+		/* writes on the damaged file: errors are fine, crashes are not */
+		MUST(mdb_env_create(&env));
+		if (mdb_env_open(env, dir, 0, 0644) == 0 && mdb_txn_begin(env, NULL, 0, &txn) == 0) {
+			if (mdb_dbi_open(txn, NULL, 0, &dbi) == 0) {
+				char kb[32];
+				for (int i = 0; i < 300; i++) {
+					snprintf(kb, sizeof kb, "f%06u", tu_below(&s, 400));
+					MDB_val k = {strlen(kb), kb}, v = {5, "hello"};
+					int rc = (i & 1) ? mdb_del(txn, dbi, &k, NULL) : mdb_put(txn, dbi, &k, &v, 0);
+					if (rc && rc != MDB_NOTFOUND)
+						break;
+				}
+			}
+			if (mdb_txn_commit(txn) == 0)
+				EXPECT(1);
+		}
+		mdb_env_close(env);
+	}
+	/* most runs hit something the checker notices */
+	EXPECT(errors > 0);
+}
+
 int main(void)
 {
+	test_fuzz_pages();
 	test_flags();
 	test_damage();
 	test_lockfile_foreign();

@@ -119,6 +119,170 @@ static void ocopy(oracle *dst, const oracle *src)
 	dst->kind = src->kind;
 }
 
+/* ---- the DUPSORT database: an oracle of (key, value) pairs ---- */
+typedef struct { uint8_t klen, vlen; char key[16]; char val[120]; } pair;
+typedef struct { pair *v; size_t n, cap; } poracle;
+
+static int pcmp(const pair *a, const char *k, size_t kl, const char *v, size_t vl)
+{
+	int r = ocmp(0, a->key, a->klen, k, kl);
+	if (r)
+		return r;
+	return ocmp(0, a->val, a->vlen, v, vl);
+}
+
+static size_t pfind(poracle *o, const char *k, size_t kl, const char *v, size_t vl, int *exact)
+{
+	size_t lo = 0, hi = o->n;
+	*exact = 0;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int r = pcmp(&o->v[mid], k, kl, v, vl);
+		if (r < 0)
+			lo = mid + 1;
+		else {
+			if (r == 0)
+				*exact = 1;
+			hi = mid;
+		}
+	}
+	return lo;
+}
+
+static void pcopy(poracle *dst, const poracle *src)
+{
+	if (dst->cap < src->n) {
+		dst->cap = src->n + 16;
+		dst->v = realloc(dst->v, dst->cap * sizeof(pair));
+	}
+	if (src->n)
+		memcpy(dst->v, src->v, src->n * sizeof(pair));
+	dst->n = src->n;
+}
+
+/* first and one-past-last index of key k */
+static void prange(poracle *o, const char *k, size_t kl, size_t *b, size_t *e)
+{
+	int ex;
+	*b = pfind(o, k, kl, "", 0, &ex);
+	size_t i = *b;
+	while (i < o->n && ocmp(0, o->v[i].key, o->v[i].klen, k, kl) == 0)
+		i++;
+	*e = i;
+}
+
+static void dup_op(uint64_t *s, MDB_txn *txn, MDB_dbi dbi, poracle *o, MDB_cursor *cur)
+{
+	char k[16], v[120];
+	unsigned kid = tu_below(s, 30), vid = tu_below(s, 400);
+	size_t kl = (size_t)snprintf(k, sizeof k, "d%02u", kid);
+	size_t vl = (size_t)snprintf(v, sizeof v, "%u:", vid);
+	size_t want = 1 + vid % 97;
+	while (vl < want) {
+		v[vl] = (char)('a' + (vid + vl) % 26);
+		vl++;
+	}
+	MDB_val key = {kl, k}, val = {vl, v};
+	int ex;
+	size_t pos = pfind(o, k, kl, v, vl, &ex), b, e;
+	unsigned r = tu_below(s, 100);
+	if (r < 45) {
+		unsigned fl = tu_below(s, 6) == 0 ? MDB_NODUPDATA : 0;
+		int rc = mdb_put(txn, dbi, &key, &val, fl);
+		EXPECT(rc == ((ex && fl) ? MDB_KEYEXIST : 0));
+		if (!ex) {
+			if (o->n == o->cap) {
+				o->cap = o->cap ? o->cap * 2 : 256;
+				o->v = realloc(o->v, o->cap * sizeof(pair));
+			}
+			memmove(o->v + pos + 1, o->v + pos, (o->n - pos) * sizeof(pair));
+			o->n++;
+			o->v[pos].klen = (uint8_t)kl;
+			o->v[pos].vlen = (uint8_t)vl;
+			memcpy(o->v[pos].key, k, kl);
+			memcpy(o->v[pos].val, v, vl);
+		}
+	} else if (r < 65) {
+		int rc = mdb_del(txn, dbi, &key, &val);
+		EXPECT(rc == (ex ? 0 : MDB_NOTFOUND));
+		if (ex) {
+			memmove(o->v + pos, o->v + pos + 1, (o->n - pos - 1) * sizeof(pair));
+			o->n--;
+		}
+	} else if (r < 70) {
+		prange(o, k, kl, &b, &e);
+		int rc = mdb_del(txn, dbi, &key, NULL);
+		EXPECT(rc == (e > b ? 0 : MDB_NOTFOUND));
+		if (e > b) {
+			memmove(o->v + b, o->v + e, (o->n - e) * sizeof(pair));
+			o->n -= e - b;
+		}
+	} else if (r < 80) {
+		/* delete through the cursor, positioned with GET_BOTH */
+		MDB_val kk = key, vv = val;
+		int rc = mdb_cursor_get(cur, &kk, &vv, MDB_GET_BOTH);
+		EXPECT(rc == (ex ? 0 : MDB_NOTFOUND));
+		if (ex && rc == 0) {
+			EXPECT_RC(mdb_cursor_del(cur, 0), 0);
+			memmove(o->v + pos, o->v + pos + 1, (o->n - pos - 1) * sizeof(pair));
+			o->n--;
+			/* the next item is the pair after the deleted one */
+			rc = mdb_cursor_get(cur, &kk, &vv, MDB_NEXT);
+			if (pos < o->n) {
+				EXPECT(rc == 0 && kk.mv_size == o->v[pos].klen && vv.mv_size == o->v[pos].vlen &&
+					!memcmp(vv.mv_data, o->v[pos].val, vv.mv_size));
+			} else {
+				EXPECT(rc == MDB_NOTFOUND);
+			}
+		}
+	} else {
+		/* first value and count of a key, then walk its duplicates */
+		prange(o, k, kl, &b, &e);
+		MDB_val kk = key, vv;
+		int rc = mdb_cursor_get(cur, &kk, &vv, MDB_SET);
+		EXPECT(rc == (e > b ? 0 : MDB_NOTFOUND));
+		if (rc)
+			return;
+		mdb_size_t cnt = 0;
+		EXPECT_RC(mdb_cursor_count(cur, &cnt), 0);
+		EXPECT(cnt == e - b);
+		size_t i = b;
+		do {
+			EXPECT(vv.mv_size == o->v[i].vlen && !memcmp(vv.mv_data, o->v[i].val, vv.mv_size));
+			i++;
+		} while (mdb_cursor_get(cur, &kk, &vv, MDB_NEXT_DUP) == 0);
+		EXPECT(i == e);
+		MDB_val gv;
+		EXPECT_RC(mdb_get(txn, dbi, &key, &gv), 0);
+		EXPECT(gv.mv_size == o->v[b].vlen && !memcmp(gv.mv_data, o->v[b].val, gv.mv_size));
+	}
+}
+
+static void compare_dups(MDB_txn *txn, MDB_dbi dbi, poracle *o)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+	MUST(mdb_cursor_open(txn, dbi, &c));
+	size_t i = 0;
+	int rc;
+	while ((rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) == 0 && i < o->n) {
+		EXPECT(k.mv_size == o->v[i].klen && !memcmp(k.mv_data, o->v[i].key, k.mv_size));
+		EXPECT(v.mv_size == o->v[i].vlen && !memcmp(v.mv_data, o->v[i].val, v.mv_size));
+		i++;
+	}
+	EXPECT(i == o->n && (rc == MDB_NOTFOUND || o->n == 0));
+	i = o->n;
+	for (rc = mdb_cursor_get(c, &k, &v, MDB_LAST); rc == 0 && i > 0; rc = mdb_cursor_get(c, &k, &v, MDB_PREV)) {
+		i--;
+		EXPECT(v.mv_size == o->v[i].vlen && !memcmp(v.mv_data, o->v[i].val, v.mv_size));
+	}
+	EXPECT(i == 0);
+	MDB_stat st;
+	MUST(mdb_stat(txn, dbi, &st));
+	EXPECT(st.ms_entries == o->n);
+	mdb_cursor_close(c);
+}
+
 static size_t make_key(int kind, unsigned id, char *out)
 {
 	if (kind == 2) {
@@ -159,6 +323,7 @@ static void open_dbs(MDB_env *env, MDB_dbi *dbi)
 	MUST(mdb_txn_begin(env, NULL, 0, &txn));
 	for (int d = 0; d < NDB; d++)
 		MUST(mdb_dbi_open(txn, dbnames[d], dbflags[d] | MDB_CREATE, &dbi[d]));
+	MUST(mdb_dbi_open(txn, "dups", MDB_DUPSORT | MDB_CREATE, &dbi[NDB]));
 	MUST(mdb_txn_commit(txn));
 }
 
@@ -177,6 +342,9 @@ static void compare_all(MDB_txn *txn, MDB_dbi dbi, oracle *o)
 		}
 		EXPECT(k.mv_size == o->v[i].klen && !memcmp(k.mv_data, o->v[i].key, k.mv_size));
 		EXPECT(value_ok(&v, &o->v[i]));
+		if (!value_ok(&v, &o->v[i]))
+			fprintf(stderr, "  key %.*s: got %zu bytes, want %u (seed %u)\n", (int)(k.mv_size > 20 ? 20 : k.mv_size),
+				(char *)k.mv_data, v.mv_size, o->v[i].vlen, o->v[i].vseed);
 		i++;
 	}
 	EXPECT(rc == MDB_NOTFOUND);
@@ -214,6 +382,7 @@ static void run_check(MDB_txn *txn)
 }
 
 static long ops_done;
+static int tracing;
 
 /* One random operation inside txn. */
 static void random_op(uint64_t *s, MDB_txn *txn, MDB_dbi *dbi, oracle *orc, MDB_cursor **curs)
@@ -229,6 +398,8 @@ static void random_op(uint64_t *s, MDB_txn *txn, MDB_dbi *dbi, oracle *orc, MDB_
 	size_t pos = ofind(o, key, kl, &ex);
 	unsigned r = tu_below(s, 100);
 	ops_done++;
+	if (tracing)
+		fprintf(stderr, "  op db %d id %u r %u ex %d txn %p\n", d, id, r, ex, (void *)txn);
 	if (r < 50) {
 		uint32_t vlen = pick_vlen(s), vseed = (uint32_t)tu_next(s);
 		unsigned how = tu_below(s, 20);
@@ -331,17 +502,32 @@ static void random_op(uint64_t *s, MDB_txn *txn, MDB_dbi *dbi, oracle *orc, MDB_
 	}
 }
 
+static void run_seed(uint64_t seed, long steps);
+
 int main(int argc, char **argv)
 {
-	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 12345;
-	long steps = argc > 2 ? atol(argv[2]) : 400L * tu_scale();
+	if (argc > 1) {
+		run_seed(strtoull(argv[1], NULL, 0), argc > 2 ? atol(argv[2]) : 400L * tu_scale());
+	} else {
+		const uint64_t seeds[] = {12345, 777, 4242};
+		for (int i = 0; i < 3 && !tu_failures; i++)
+			run_seed(seeds[i], 400L * tu_scale());
+	}
+	printf("rand_test: %ld operations\n", ops_done);
+	return tu_finish("rand_test");
+}
+
+static void run_seed(uint64_t seed, long steps)
+{
 	const char *dir = "build/rand_env";
-	printf("rand_test seed=%llu steps=%ld\n", (unsigned long long)seed, steps);
+	printf("rand_test seed=%llu steps=%ld (rerun: ./build/rand_test %llu %ld)\n",
+		(unsigned long long)seed, steps, (unsigned long long)seed, steps);
 	tu_fresh_dir(dir);
 	uint64_t s = seed;
 	MDB_env *env = open_env(dir);
-	MDB_dbi dbi[NDB];
+	MDB_dbi dbi[NDB + 1];
 	open_dbs(env, dbi);
+	poracle pd = {0}, pdsaved = {0}, pdcsaved = {0};
 	oracle orc[NDB], saved[NDB], csaved[NDB];
 	memset(orc, 0, sizeof orc);
 	memset(saved, 0, sizeof saved);
@@ -349,28 +535,39 @@ int main(int argc, char **argv)
 	for (int d = 0; d < NDB; d++)
 		orc[d].kind = saved[d].kind = csaved[d].kind = dbkind[d];
 	for (long step = 0; step < steps && !tu_failures; step++) {
+		if (getenv("RAND_FULL"))
+			fprintf(stderr, "step %ld\n", step);
+		tracing = getenv("RAND_STEP") && atol(getenv("RAND_STEP")) == step;
 		for (int d = 0; d < NDB; d++)
 			ocopy(&saved[d], &orc[d]);
+		pcopy(&pdsaved, &pd);
 		MDB_txn *txn;
 		MUST(mdb_txn_begin(env, NULL, 0, &txn));
-		MDB_cursor *curs[NDB];
+		MDB_cursor *curs[NDB], *dcur;
 		for (int d = 0; d < NDB; d++)
 			MUST(mdb_cursor_open(txn, dbi[d], &curs[d]));
+		MUST(mdb_cursor_open(txn, dbi[NDB], &dcur));
 		unsigned nops = 1 + tu_below(&s, 150);
-		for (unsigned i = 0; i < nops; i++)
+		for (unsigned i = 0; i < nops; i++) {
 			random_op(&s, txn, dbi, orc, curs);
+			dup_op(&s, txn, dbi[NDB], &pd, dcur);
+		}
 		if (tu_below(&s, 4) == 0) {
 			/* nested child */
 			MDB_txn *child;
 			MUST(mdb_txn_begin(env, txn, 0, &child));
 			for (int d = 0; d < NDB; d++)
 				ocopy(&csaved[d], &orc[d]);
-			MDB_cursor *cc[NDB];
+			pcopy(&pdcsaved, &pd);
+			MDB_cursor *cc[NDB], *cdc;
 			for (int d = 0; d < NDB; d++)
 				MUST(mdb_cursor_open(child, dbi[d], &cc[d]));
+			MUST(mdb_cursor_open(child, dbi[NDB], &cdc));
 			unsigned cops = 1 + tu_below(&s, 100);
-			for (unsigned i = 0; i < cops; i++)
+			for (unsigned i = 0; i < cops; i++) {
 				random_op(&s, child, dbi, orc, cc);
+				dup_op(&s, child, dbi[NDB], &pd, cdc);
+			}
 			if (tu_below(&s, 2) == 0) {
 				run_check(child);
 				EXPECT_RC(mdb_txn_commit(child), 0);
@@ -378,6 +575,7 @@ int main(int argc, char **argv)
 				mdb_txn_abort(child);
 				for (int d = 0; d < NDB; d++)
 					ocopy(&orc[d], &csaved[d]);
+				pcopy(&pd, &pdcsaved);
 			}
 			/* the parent's cursors must still work after the child */
 			for (int d = 0; d < NDB; d++) {
@@ -394,16 +592,19 @@ int main(int argc, char **argv)
 			mdb_txn_abort(txn);
 			for (int d = 0; d < NDB; d++)
 				ocopy(&orc[d], &saved[d]);
+			pcopy(&pd, &pdsaved);
 		} else {
 			EXPECT_RC(mdb_txn_commit(txn), 0);
 		}
-		if (step % 5 == 0 || step == steps - 1) {
+		if (step % 5 == 0 || step == steps - 1 || getenv("RAND_FULL")) {
 			MDB_txn *rt;
 			MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &rt));
 			run_check(rt);
-			if (step % 25 == 0 || step == steps - 1)
+			if (step % 25 == 0 || step == steps - 1 || getenv("RAND_FULL")) {
 				for (int d = 0; d < NDB; d++)
 					compare_all(rt, dbi[d], &orc[d]);
+				compare_dups(rt, dbi[NDB], &pd);
+			}
 			mdb_txn_abort(rt);
 		}
 		if (step % 60 == 59) {
@@ -417,13 +618,15 @@ int main(int argc, char **argv)
 	run_check(rt);
 	for (int d = 0; d < NDB; d++)
 		compare_all(rt, dbi[d], &orc[d]);
+	compare_dups(rt, dbi[NDB], &pd);
 	mdb_txn_abort(rt);
 	mdb_env_close(env);
-	printf("rand_test: %ld operations\n", ops_done);
+	free(pd.v);
+	free(pdsaved.v);
+	free(pdcsaved.v);
 	for (int d = 0; d < NDB; d++) {
 		free(orc[d].v);
 		free(saved[d].v);
 		free(csaved[d].v);
 	}
-	return tu_finish("rand_test");
 }

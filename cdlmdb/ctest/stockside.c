@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 
 int stock_version(void)
 {
@@ -114,7 +115,11 @@ int stock_scribble(const char *dir, const char *name, unsigned flags, uint64_t s
 					rc = 0;
 			} else {
 				v.mv_size = ((r >> 24) % 20 == 0) ? 3000 + (r >> 40) % 9000 : (r >> 32) % 200;
+				if (flags & MDB_DUPSORT)
+					v.mv_size = 1 + (r >> 32) % 100;
 				memset(vb, (int)(r & 0xff), v.mv_size);
+				if (flags & MDB_DUPSORT)
+					snprintf((char *)vb, v.mv_size + 1 < 20 ? v.mv_size + 1 : 20, "%u", (unsigned)(r >> 40));
 				v.mv_data = vb;
 				rc = mdb_put(txn, dbi, &k, &v, 0);
 			}
@@ -159,3 +164,6 @@ int stock_try_open(const char *dir)
 	mdb_env_close(env);
 	return rc;
 }
+
+#define PFX(x) stockd_##x
+#include "diffops.inc"

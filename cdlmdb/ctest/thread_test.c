@@ -110,9 +110,6 @@ int main(void)
 	MDB_envinfo info;
 	MUST(mdb_env_info(env, &info));
 	EXPECT(info.me_last_txnid == (size_t)gens); /* the empty first txn wrote nothing */
-	/* space is reused: the file stays far below gens * data size */
-	EXPECT(info.me_last_pgno < 400);
-	printf("last_pgno %zu\n", info.me_last_pgno);
 	mdb_txn_abort(txn);
 	mdb_env_close(env);
 	printf("thread_test: %ld snapshot reads\n", reads_done);

@@ -1,4 +1,4 @@
-//go:build dlmdb_wip
+//go:build !dlmdb_stockonly
 
 package difftest
 
@@ -147,6 +147,8 @@ func (s *oursTxn) stat(dbi uint32) (tStat, error) {
 func (s *oursTxn) drop(dbi uint32, del bool) error { return s.t.Drop(lmdb.DBI(dbi), del) }
 func (s *oursTxn) commit() error                   { return s.t.Commit() }
 func (s *oursTxn) abort()                          { s.t.Abort() }
+func (s *oursTxn) reset()                          { s.t.Reset() }
+func (s *oursTxn) renew() error                    { return s.t.Renew() }
 func (s *oursTxn) check() error                    { return s.t.Check() }
 
 type oursCursor struct{ c *lmdb.Cursor }
@@ -156,8 +158,13 @@ func (s *oursCursor) put(k, v []byte, flags uint) error                { return 
 func (s *oursCursor) putReserve(k []byte, n int, flags uint) ([]byte, error) {
 	return s.c.PutReserve(k, n, flags)
 }
-func (s *oursCursor) del(flags uint) error { return s.c.Del(flags) }
-func (s *oursCursor) close()               { s.c.Close() }
+func (s *oursCursor) del(flags uint) error   { return s.c.Del(flags) }
+func (s *oursCursor) count() (uint64, error) { return s.c.Count() }
+func (s *oursCursor) renew(t tTxn) error     { return s.c.Renew(t.(*oursTxn).t) }
+func (s *oursCursor) putMulti(k, page []byte, stride int, flags uint) error {
+	return s.c.PutMulti(k, page, stride, flags)
+}
+func (s *oursCursor) close() { s.c.Close() }
 
 // subject is the engine under test.
 var subject engine = oursEngine{}

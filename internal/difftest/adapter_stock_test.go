@@ -144,6 +144,8 @@ func (s *stockTxn) stat(dbi uint32) (tStat, error) {
 func (s *stockTxn) drop(dbi uint32, del bool) error { return s.t.Drop(lmdb.DBI(dbi), del) }
 func (s *stockTxn) commit() error                   { return s.t.Commit() }
 func (s *stockTxn) abort()                          { s.t.Abort() }
+func (s *stockTxn) reset()                          { s.t.Reset() }
+func (s *stockTxn) renew() error                    { return s.t.Renew() }
 func (s *stockTxn) check() error                    { return nil }
 
 type stockCursor struct{ c *lmdb.Cursor }
@@ -153,5 +155,10 @@ func (s *stockCursor) put(k, v []byte, flags uint) error                { return
 func (s *stockCursor) putReserve(k []byte, n int, flags uint) ([]byte, error) {
 	return s.c.PutReserve(k, n, flags)
 }
-func (s *stockCursor) del(flags uint) error { return s.c.Del(flags) }
-func (s *stockCursor) close()               { s.c.Close() }
+func (s *stockCursor) del(flags uint) error   { return s.c.Del(flags) }
+func (s *stockCursor) count() (uint64, error) { return s.c.Count() }
+func (s *stockCursor) renew(t tTxn) error     { return s.c.Renew(t.(*stockTxn).t) }
+func (s *stockCursor) putMulti(k, page []byte, stride int, flags uint) error {
+	return s.c.PutMulti(k, page, stride, flags)
+}
+func (s *stockCursor) close() { s.c.Close() }

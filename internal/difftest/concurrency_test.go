@@ -145,7 +145,9 @@ func bankWrite(env tEnv, d bankDBIs, r *rand.Rand, tag string, abort bool) error
 }
 
 // bankCheck verifies the invariants in one read snapshot; returns gen.
-func bankCheck(env tEnv, d bankDBIs) (uint64, error) {
+func bankCheck(env tEnv, d bankDBIs) (uint64, error) { return bankCheckWith(subject, env, d) }
+
+func bankCheckWith(eng engine, env tEnv, d bankDBIs) (uint64, error) {
 	txn, err := env.begin(nil, fReadonly)
 	if err != nil {
 		return 0, err
@@ -161,7 +163,7 @@ func bankCheck(env tEnv, d bankDBIs) (uint64, error) {
 		n := 0
 		for op := cFirst; ; op = cNext {
 			_, v, err := c.get(nil, nil, op)
-			if subject.code(err) == eNotFound {
+			if eng.code(err) == eNotFound {
 				return s, n, nil
 			}
 			if err != nil {
@@ -296,9 +298,14 @@ func TestConcurrentReadersWriter(t *testing.T) {
 // the shared env, checking the invariants between them, and prints how many
 // it committed.
 func bankChild() error {
-	env, err := subject.openEnv(os.Getenv("DIFFTEST_DIR"), bankOpts())
+	eng := subject
+	if os.Getenv("DIFFTEST_ENGINE") == "stock" {
+		eng = stockEngine{}
+	}
+	env, err := eng.openEnv(os.Getenv("DIFFTEST_DIR"), bankOpts())
 	if err != nil {
-		return err
+		fmt.Printf("OPEN-REFUSED %d %v\n", eng.code(err), err)
+		return nil
 	}
 	defer env.close()
 	txn, err := env.begin(nil, 0)
@@ -325,7 +332,7 @@ func bankChild() error {
 			committed++
 		}
 		if i%10 == 0 {
-			if _, err := bankCheck(env, d); err != nil {
+			if _, err := bankCheckWith(eng, env, d); err != nil {
 				return fmt.Errorf("child reader: %w", err)
 			}
 		}
@@ -335,115 +342,174 @@ func bankChild() error {
 }
 
 func TestTwoProcesses(t *testing.T) {
+	twoProcesses(t, subject, subject)
+}
+
+// TestMixedEngineProcesses: one process on our engine, one on stock LMDB, on
+// the same env at the same time. Either both refuse to share (a clear error
+// from the open of whichever came second) or they really share it (one
+// writer at a time, consistent snapshots); never lost updates.
+func TestMixedEngineProcesses(t *testing.T) {
+	if subject.name() == "stock" {
+		t.Skip("stock-only harness check: nothing mixed to test")
+	}
+	t.Run("ours-parent-stock-child", func(t *testing.T) { twoProcesses(t, subject, stockEngine{}) })
+	t.Run("stock-parent-ours-child", func(t *testing.T) { twoProcesses(t, stockEngine{}, subject) })
+}
+
+func twoProcesses(t *testing.T, parentEng, childEng engine) {
 	dir := t.TempDir()
 	bankInit(t, dir)
 	seed := masterSeed(t)
 	writes := 600 * testScale(t)
+	childName := "ours"
+	if childEng.name() == "stock" {
+		childName = "stock"
+	}
 
 	var childOut childOutcome
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		childOut = execChild("bank-writer", "DIFFTEST_DIR="+dir,
+		childOut = execChild("bank-writer", "DIFFTEST_DIR="+dir, "DIFFTEST_ENGINE="+childName,
 			"DIFFTEST_WRITES="+strconv.Itoa(writes), "DIFFTEST_SEED="+strconv.FormatInt(seed+1, 10))
 	}()
-
-	env, err := subject.openEnv(dir, bankOpts())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.close()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	txn, err := env.begin(nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := bankOpen(txn, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := txn.commit(); err != nil {
-		t.Fatal(err)
-	}
-	// a reader goroutine in this process while this goroutine writes
-	var done atomic.Bool
+
+	committed, rchecks, parentRefused := 0, 0, false
 	var rerr error
-	rchecks := 0
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			finished := done.Load()
-			if _, err := bankCheck(env, d); err != nil {
-				rerr = err
-				return
-			}
-			rchecks++
-			if finished {
-				return
-			}
-		}
-	}()
-	r := rand.New(rand.NewSource(seed))
-	committed := 0
-	for i := 0; i < writes; i++ {
-		abort := r.Intn(8) == 0
-		if err := bankWrite(env, d, r, "parent", abort); err != nil {
-			done.Store(true)
+	env, err := parentEng.openEnv(dir, bankOpts())
+	if err != nil {
+		if parentEng.name() == childEng.name() || parentEng.code(err) == errNotErrno {
 			wg.Wait()
-			t.Fatalf("parent writer: %v", err)
+			t.Fatalf("%s parent: open: %v", parentEng.name(), err)
 		}
-		if !abort {
-			committed++
+		parentRefused = true
+		t.Logf("%s parent refused to open the env %s has open: %v", parentEng.name(), childEng.name(), err)
+	} else {
+		txn, err := env.begin(nil, 0)
+		if err != nil {
+			t.Fatal(err)
 		}
+		d, err := bankOpen(txn, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := txn.commit(); err != nil {
+			t.Fatal(err)
+		}
+		// a reader goroutine in this process while this goroutine writes
+		var done atomic.Bool
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				finished := done.Load()
+				if _, err := bankCheckWith(parentEng, env, d); err != nil {
+					rerr = err
+					return
+				}
+				rchecks++
+				if finished {
+					return
+				}
+			}
+		}()
+		r := rand.New(rand.NewSource(seed))
+		for i := 0; i < writes; i++ {
+			abort := r.Intn(8) == 0
+			if err := bankWrite(env, d, r, "parent", abort); err != nil {
+				done.Store(true)
+				wg.Wait()
+				t.Fatalf("%s parent writer: %v", parentEng.name(), err)
+			}
+			if !abort {
+				committed++
+			}
+		}
+		done.Store(true)
 	}
-	done.Store(true)
 	wg.Wait()
+	if env != nil {
+		env.close()
+	}
 	if rerr != nil {
-		t.Errorf("parent reader: %v", rerr)
+		t.Errorf("%s parent reader: %v", parentEng.name(), rerr)
 	}
 	if childOut.crashed || childOut.err != nil || !strings.Contains(childOut.out, "CHILD-OK") {
-		t.Fatalf("child: crashed=%v err=%v\n%s", childOut.crashed, childOut.err, headLines(childOut.out, 30))
+		t.Fatalf("%s child: crashed=%v err=%v\n%s", childEng.name(), childOut.crashed, childOut.err, headLines(childOut.out, 30))
 	}
 	var childCommitted int
+	childRefused := false
 	for _, l := range strings.Split(childOut.out, "\n") {
 		if strings.HasPrefix(l, "COMMITTED ") {
 			childCommitted, _ = strconv.Atoi(strings.TrimPrefix(l, "COMMITTED "))
 		}
-	}
-	gen, err := bankCheck(env, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if gen != uint64(committed+childCommitted) {
-		t.Errorf("gen %d, but parent committed %d and child %d: lost or phantom updates", gen, committed, childCommitted)
-	}
-	// both writers' entries are in the log
-	rt, err := env.begin(nil, fReadonly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kvs, _, err := dumpTxnDB(subject, rt, d.log)
-	rt.abort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tags := map[string]int{}
-	switches := 0
-	for i, kv := range kvs {
-		tags[string(kv.v)]++
-		if i > 0 && string(kv.v) != string(kvs[i-1].v) {
-			switches++
+		if strings.HasPrefix(l, "OPEN-REFUSED ") {
+			childRefused = true
+			t.Logf("%s child refused to open the env: %s", childEng.name(), l)
 		}
 	}
-	if tags["parent"] != committed || tags["child"] != childCommitted {
-		t.Errorf("log entries by writer %v, want parent=%d child=%d", tags, committed, childCommitted)
+	if childRefused && parentEng.name() == childEng.name() {
+		t.Fatalf("child could not open the env: %s", childOut.out)
 	}
-	if err := env.check(); err != nil {
-		t.Errorf("Check: %v", err)
+	if parentRefused && childRefused {
+		t.Fatal("neither process could open the env")
 	}
-	t.Logf("parent committed %d, child committed %d, writer changed %d times in commit order, parent reader snapshots %d",
-		committed, childCommitted, switches, rchecks)
+
+	// verify afterwards, alone, with each engine in turn
+	engines := []engine{parentEng}
+	if childEng.name() != parentEng.name() {
+		engines = append(engines, childEng)
+	}
+	for _, eng := range engines {
+		env, err := eng.openEnv(dir, bankOpts())
+		if err != nil {
+			t.Fatalf("%s: reopen afterwards: %v", eng.name(), err)
+		}
+		txn, err := env.begin(nil, 0) // DBI handles outlive only a committed txn
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := bankOpen(txn, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kvs, _, err := dumpTxnDB(eng, txn, d.log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := txn.commit(); err != nil {
+			t.Fatal(err)
+		}
+		gen, err := bankCheckWith(eng, env, d)
+		if err != nil {
+			t.Fatalf("%s afterwards: %v", eng.name(), err)
+		}
+		if gen != uint64(committed+childCommitted) {
+			t.Errorf("%s afterwards: gen %d, but parent committed %d and child %d: lost or phantom updates",
+				eng.name(), gen, committed, childCommitted)
+		}
+		tags := map[string]int{}
+		switches := 0
+		for i, kv := range kvs {
+			tags[string(kv.v)]++
+			if i > 0 && string(kv.v) != string(kvs[i-1].v) {
+				switches++
+			}
+		}
+		if tags["parent"] != committed || tags["child"] != childCommitted {
+			t.Errorf("%s afterwards: log entries by writer %v, want parent=%d child=%d", eng.name(), tags, committed, childCommitted)
+		}
+		if err := env.check(); err != nil {
+			t.Errorf("%s: Check: %v", eng.name(), err)
+		}
+		env.close()
+		if eng == parentEng {
+			t.Logf("%s parent committed %d, %s child committed %d, writer changed %d times in commit order, parent reader snapshots %d",
+				parentEng.name(), committed, childEng.name(), childCommitted, switches, rchecks)
+		}
+	}
 }

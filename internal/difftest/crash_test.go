@@ -132,6 +132,10 @@ func crashWriter() error {
 // crashVerify opens the env and checks it holds exactly the batches
 // max(1,S-crashKeep+1)..S where S is the stored sequence; returns S.
 func crashVerify(t *testing.T, dir string, o envOpts) uint64 {
+	return crashVerifyWith(t, subject, dir, o)
+}
+
+func crashVerifyWith(t *testing.T, subject engine, dir string, o envOpts) uint64 {
 	t.Helper()
 	env, err := subject.openEnv(dir, o)
 	if err != nil {
@@ -201,7 +205,7 @@ func TestCrashSafety(t *testing.T) {
 	dir := t.TempDir()
 	kills := 100 * testScale(t)
 	var reported, stored uint64
-	totalCommits, unreported := 0, 0
+	totalCommits, unreported, stockChecks := 0, 0, 0
 	for i := 0; i < kills; i++ {
 		writemap := "0"
 		if i%3 == 2 {
@@ -281,6 +285,13 @@ func TestCrashSafety(t *testing.T) {
 			t.Fatalf("kill %d: child ended on its own (%v): %s\n%s", i, werr, strings.Join(out, "\n"), stderr.String())
 		}
 		got := crashVerify(t, dir, crashOpts())
+		if i%5 == 4 && subject.name() != "stock" {
+			// stock LMDB must see the same state in the killed engine's file
+			if s := crashVerifyWith(t, stockEngine{}, dir, crashOpts()); s != got {
+				t.Fatalf("kill %d: ours sees seq %d, stock sees %d", i, got, s)
+			}
+			stockChecks++
+		}
 		if got < reported || got > reported+1 {
 			t.Fatalf("kill %d: env holds seq %d but the child had reported %d committed", i, got, reported)
 		}
@@ -289,8 +300,8 @@ func TestCrashSafety(t *testing.T) {
 		}
 		stored, reported = got, got
 	}
-	t.Logf("%d kills, %d reported commits, %d kills landed after a commit but before its report, final seq %d",
-		kills, totalCommits, unreported, stored)
+	t.Logf("%d kills, %d reported commits, %d kills landed after a commit but before its report, final seq %d, "+
+		"%d times also verified with stock", kills, totalCommits, unreported, stored, stockChecks)
 	if totalCommits == 0 {
 		t.Fatal("no child ever committed: the test exercised nothing")
 	}

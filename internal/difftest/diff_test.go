@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,6 +23,15 @@ import (
 // Operations are plain data (key and value bytes are inside the op), and the
 // executor interprets each op against whatever state the sides are in, so any
 // sub-list of a failing list is runnable: that is what the shrinker uses.
+//
+// Flags (go test ./internal/difftest -args ... or directly after the package):
+//   -difftest.seed=N        run only the sequence with seed N (printed on failure)
+//   -difftest.master=N      master seed for all randomised tests (printed on failure)
+//   -difftest.keepgoing=N   report (and shrink) up to N failing sequences
+//   -difftest.pages         also require identical Stat page counts and depth
+//   -difftest.tolerate=...  exploration only: step around known difference classes
+//   -difftest.dbs=a,b       exploration only: restrict the generator to these DBs
+// DLMDB_TEST_SCALE multiplies the operation budgets.
 
 type keyKind int
 
@@ -38,12 +48,31 @@ type dbSpec struct {
 	kind  keyKind
 }
 
+// diffDBs: the first plainDBs are plain (TestDifferential), the rest sorted
+// duplicates (TestDifferentialDupSort). Every env has all of them.
 var diffDBs = []dbSpec{
 	{"alpha", 0, kBytes},
 	{"beta", 0, kBytes},
 	{"int8", fIntegerKey, kInt8},
 	{"int4", fIntegerKey, kInt4},
 	{"rev", fReverseKey, kReverse},
+	{"dups", fDupSort, kBytes},
+	{"dupfix", fDupSort | fDupFixed, kBytes},
+	{"dupint", fDupSort | fDupFixed | fIntegerDup, kBytes},
+	{"duprev", fDupSort | fReverseDup, kReverse},
+}
+
+const plainDBs = 5
+
+func isDup(db int) bool      { return diffDBs[db].flags&fDupSort != 0 }
+func isDupFixed(db int) bool { return diffDBs[db].flags&fDupFixed != 0 }
+
+// dupStride: the data size of a DUPFIXED DB (unsigned int for INTEGERDUP).
+func dupStride(db int) int {
+	if diffDBs[db].flags&fIntegerDup != 0 {
+		return 4
+	}
+	return 8
 }
 
 const cursorSlots = 3
@@ -81,13 +110,32 @@ const (
 	opStat
 	opDrop
 	opCheck // the structural checker on the current write txn (ours); stock has none
+	// duplicate-only kinds (weight 0 in plain runs)
+	opDelDup // txn Del of one key/value pair
+	opPutNoDupData
+	opCurGetBoth
+	opCurGetBothRange
+	opCurFirstDup
+	opCurLastDup
+	opCurNextDup
+	opCurPrevDup
+	opCurNextNoDup
+	opCurPrevNoDup
+	opCurCount
+	opCurDelAll // cursor Del with MDB_NODUPDATA
+	opCurGetMultiple
+	opCurNextMultiple
+	opCurPutMulti
 	numOpKinds
 )
 
 var opNames = [...]string{"Put", "PutNoOverwrite", "PutAppend", "AppendNext", "PutReserve", "Get", "Del",
 	"CurFirst", "CurLast", "CurNext", "CurPrev", "CurSet", "CurSetKey", "CurSetRange", "CurGetCurrent",
 	"CurPut", "CurPutReserve", "CurPutCurrent", "CurDel", "CurClose", "BeginNested", "CommitNested",
-	"AbortNested", "Commit", "Abort", "Reopen", "ReadView", "Stat", "Drop", "Check"}
+	"AbortNested", "Commit", "Abort", "Reopen", "ReadView", "Stat", "Drop", "Check",
+	"DelDup", "PutNoDupData", "CurGetBoth", "CurGetBothRange", "CurFirstDup", "CurLastDup", "CurNextDup",
+	"CurPrevDup", "CurNextNoDup", "CurPrevNoDup", "CurCount", "CurDelAll", "CurGetMultiple",
+	"CurNextMultiple", "CurPutMulti"}
 
 // opWeights: relative frequency of each kind in generated sequences.
 var opWeights = [numOpKinds]int{
@@ -98,6 +146,19 @@ var opWeights = [numOpKinds]int{
 	opCommitNested: 10, opAbortNested: 7, opCommit: 15, opAbort: 5, opReopen: 1, opReadView: 5,
 	opStat: 5, opDrop: 1, opCheck: 3,
 }
+
+// dupWeights: plain kinds plus the duplicate ones.
+var dupWeights = func() [numOpKinds]int {
+	w := opWeights
+	w[opPutReserve], w[opCurPutReserve] = 0, 0 // MDB_RESERVE is not allowed with DUPSORT
+	w[opDelDup], w[opPutNoDupData] = 60, 20
+	w[opDel] = 20 // lmdb-go cannot pass a NULL data item, so this mostly compares errors
+	w[opCurGetBoth], w[opCurGetBothRange] = 30, 30
+	w[opCurFirstDup], w[opCurLastDup], w[opCurNextDup], w[opCurPrevDup] = 15, 15, 50, 30
+	w[opCurNextNoDup], w[opCurPrevNoDup], w[opCurCount], w[opCurDelAll] = 40, 25, 20, 10
+	w[opCurGetMultiple], w[opCurNextMultiple], w[opCurPutMulti] = 10, 15, 15
+	return w
+}()
 
 type op struct {
 	kind  opKind
@@ -141,11 +202,14 @@ type gen struct {
 	small   bool // small values only (bulk-growth phases)
 	focus   int  // >=0: most ops go to this DB with mostly fresh, longer keys
 	reuse   int  // percentage of keys taken from the pool
+	dbs     []int
+	vpool   [][]byte // data items seen in duplicate DBs
+	pairs   map[int][][2][]byte
 }
 
 func newGen(seed int64) *gen {
 	return &gen{r: rand.New(rand.NewSource(seed)), pools: make([][][]byte, len(diffDBs)), weights: opWeights,
-		focus: -1, reuse: 60}
+		focus: -1, reuse: 60, dbs: []int{0, 1, 2, 3, 4}}
 }
 
 func (g *gen) fill(n int) []byte {
@@ -232,7 +296,11 @@ func (g *gen) freshKey(kind keyKind) []byte {
 // key returns a key for db: usually one seen before, sometimes a fresh one.
 func (g *gen) key(db int) []byte {
 	pool := g.pools[db]
-	if len(pool) > 0 && g.r.Intn(100) < g.reuse {
+	reuse := g.reuse
+	if isDup(db) {
+		reuse = 85 // few keys, many duplicates each
+	}
+	if len(pool) > 0 && g.r.Intn(100) < reuse {
 		k := pool[g.r.Intn(len(pool))]
 		if diffDBs[db].kind != kInt8 && diffDBs[db].kind != kInt4 && g.r.Intn(15) == 0 && len(k) > 1 {
 			// a near miss: a prefix or an extension of an existing key
@@ -270,9 +338,12 @@ func (g *gen) pick() opKind {
 }
 
 func (g *gen) next() op {
-	o := op{kind: g.pick(), db: g.r.Intn(len(diffDBs)), slot: g.r.Intn(cursorSlots)}
+	o := op{kind: g.pick(), db: g.dbs[g.r.Intn(len(g.dbs))], slot: g.r.Intn(cursorSlots)}
 	if g.focus >= 0 && g.r.Intn(100) < 75 {
 		o.db = g.focus
+	}
+	if isDup(o.db) {
+		return g.nextDup(o)
 	}
 	switch o.kind {
 	case opPut, opPutNoOverwrite, opPutAppend, opAppendNext, opPutReserve, opCurPut, opCurPutReserve:
@@ -315,13 +386,151 @@ func (g *gen) next() op {
 // genOps makes the op list for one seed. One sequence in four is a
 // grow-then-shrink run (bulk small puts, then mostly deletes) so that trees
 // get deep and splits, merges and rebalancing happen often.
+// dupValue: a data item for a duplicate DB (at most 511 bytes; fixed 8 or 4
+// bytes in DUPFIXED ones).
+func (g *gen) dupValue(db int) []byte {
+	if len(g.vpool) > 0 && g.r.Intn(100) < 40 {
+		if v := g.vpool[g.r.Intn(len(g.vpool))]; !isDupFixed(db) || len(v) == dupStride(db) {
+			return v
+		}
+	}
+	v := g.freshDupValue(db)
+	if len(g.vpool) < 500 {
+		g.vpool = append(g.vpool, v)
+	} else {
+		g.vpool[g.r.Intn(len(g.vpool))] = v
+	}
+	return v
+}
+
+func (g *gen) freshDupValue(db int) []byte {
+	if isDupFixed(db) {
+		n := dupStride(db)
+		b := make([]byte, n)
+		v := uint64(g.r.Intn(300))
+		if g.r.Intn(8) == 0 {
+			v = g.r.Uint64()
+		}
+		if n == 8 {
+			binary.NativeEndian.PutUint64(b, v)
+		} else {
+			binary.NativeEndian.PutUint32(b, uint32(v))
+		}
+		return b
+	}
+	var n int
+	switch p := g.r.Intn(100); {
+	case p < 1:
+		n = 512 // too big for a duplicate: BadValSize
+	case p < 50:
+		n = 1 + g.r.Intn(8)
+	case p < 90:
+		n = 9 + g.r.Intn(92)
+	default:
+		n = 100 + g.r.Intn(412)
+	}
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = 'A' + byte(g.r.Intn(6))
+	}
+	return b
+}
+
+func (g *gen) nextDup(o op) op {
+	switch o.kind {
+	case opPutReserve:
+		o.kind = opPut
+	case opCurPutReserve:
+		o.kind = opCurPut
+	}
+	switch o.kind {
+	case opPut, opPutNoOverwrite, opPutAppend, opAppendNext, opCurPut, opPutNoDupData, opDelDup,
+		opCurGetBoth, opCurGetBothRange:
+		o.key = g.key(o.db)
+		o.val = g.dupValue(o.db)
+		if o.kind == opCurPut {
+			o.flags = []uint{0, 0, fNoOverwrite, fNoDupData, fAppend}[g.r.Intn(5)]
+		}
+		if o.kind == opAppendNext {
+			o.flags = uint(g.r.Intn(1000))
+		}
+		if g.pairs == nil {
+			g.pairs = map[int][][2][]byte{}
+		}
+		pp := g.pairs[o.db]
+		switch o.kind {
+		case opDelDup, opCurGetBoth, opCurGetBothRange:
+			if len(pp) > 0 && g.r.Intn(100) < 70 {
+				p := pp[g.r.Intn(len(pp))]
+				o.key, o.val = p[0], p[1]
+			}
+		default:
+			if len(pp) < 1000 {
+				g.pairs[o.db] = append(pp, [2][]byte{o.key, o.val})
+			} else {
+				pp[g.r.Intn(len(pp))] = [2][]byte{o.key, o.val}
+			}
+		}
+	case opCurPutCurrent:
+		o.flags = 0 // re-put of the current value: MDB_CURRENT may not move a duplicate
+	case opCurPutMulti:
+		o.key = g.key(o.db)
+		n := 1 + g.r.Intn(40)
+		if g.r.Intn(10) == 0 {
+			n = 200 + g.r.Intn(800) // more than one page of duplicates
+		}
+		for i := 0; i < n; i++ {
+			o.val = append(o.val, g.dupValue(o.db)...)
+		}
+	case opGet, opDel, opCurSet, opCurSetKey, opCurSetRange, opReadView:
+		for len(o.key) == 0 {
+			o.key = g.key(o.db)
+		}
+	case opReopen, opCommit:
+		o.flags = uint(g.r.Intn(2))
+	}
+	if (o.kind == opCurGetMultiple || o.kind == opCurNextMultiple || o.kind == opCurPutMulti) && !isDupFixed(o.db) &&
+		g.r.Intn(5) != 0 {
+		o.db = 6 // mostly on the DUPFIXED DB; sometimes elsewhere to compare the error
+		if o.kind == opCurPutMulti {
+			return g.nextDup(op{kind: opCurPutMulti, db: 6, slot: o.slot})
+		}
+	}
+	if o.kind == opCurPutMulti && !isDupFixed(o.db) {
+		o.val = []byte("xxxxxxxxyyyyyyyy") // a whole number of strides: the error must be Incompatible
+	}
+	return o
+}
+
 func genOps(seed int64) []op {
+	return genOpsFor(seed, []int{0, 1, 2, 3, 4}, opWeights)
+}
+
+func genDupOps(seed int64) []op {
+	return genOpsFor(seed, []int{5, 6, 7, 8}, dupWeights)
+}
+
+func genOpsFor(seed int64, dbs []int, weights [numOpKinds]int) []op {
+	if *flagDBs != "" {
+		// exploration: only the named DBs
+		dbs = nil
+		for i, d := range diffDBs {
+			if strings.Contains(","+*flagDBs+",", ","+d.name+",") {
+				dbs = append(dbs, i)
+			}
+		}
+		if !slices.ContainsFunc(dbs, isDupFixed) {
+			weights[opCurGetMultiple], weights[opCurNextMultiple], weights[opCurPutMulti] = 0, 0, 0
+		}
+	}
 	g := newGen(seed)
+	g.dbs, g.weights = dbs, weights
+	opWeights := weights
 	n := 500 + g.r.Intn(2500)
 	bulk := g.r.Intn(4) == 0
 	if bulk {
 		n = 3000 + g.r.Intn(6000)
-		g.focus = g.r.Intn(len(diffDBs))
+		g.focus = dbs[g.r.Intn(len(dbs))]
 		g.reuse = 25
 	} else if g.r.Intn(3) != 0 {
 		g.weights[opDrop] = 0 // dropping empties a DB: only in a third of the runs
@@ -374,7 +583,8 @@ func (r result) equal(o result) bool {
 }
 
 type side struct {
-	flags uint // env flags
+	used  []bool // DBs the op list refers to (only those are opened)
+	flags uint   // env flags
 	eng   engine
 	dir   string
 	env   tEnv
@@ -396,7 +606,7 @@ func seqEnvFlags(seed int64) uint {
 }
 
 func (s *side) open() error {
-	env, err := s.eng.openEnv(s.dir, envOpts{mapSize: 256 << 20, maxDBs: 8, flags: s.flags})
+	env, err := s.eng.openEnv(s.dir, envOpts{mapSize: 256 << 20, maxDBs: 16, flags: s.flags})
 	if err != nil {
 		return fmt.Errorf("%s: open %s: %w", s.eng.name(), s.dir, err)
 	}
@@ -405,14 +615,17 @@ func (s *side) open() error {
 	if err != nil {
 		return fmt.Errorf("%s: begin: %w", s.eng.name(), err)
 	}
-	s.dbis = s.dbis[:0]
-	for _, d := range diffDBs {
+	s.dbis = make([]uint32, len(diffDBs))
+	for i, d := range diffDBs {
+		if !s.used[i] {
+			continue
+		}
 		dbi, err := txn.openDBI(d.name, d.flags|fCreate)
 		if err != nil {
 			txn.abort()
 			return fmt.Errorf("%s: open dbi %s: %w", s.eng.name(), d.name, err)
 		}
-		s.dbis = append(s.dbis, dbi)
+		s.dbis[i] = dbi
 	}
 	if err := txn.commit(); err != nil {
 		return fmt.Errorf("%s: commit dbis: %w", s.eng.name(), err)
@@ -448,6 +661,25 @@ func (s *side) cursor(db, slot int) (tCursor, error) {
 		lvl[i] = c
 	}
 	return lvl[i], nil
+}
+
+// forgetCursors closes every cursor on db in the innermost txn except the
+// slots listed. It runs after each successful MDB_APPEND put, on both sides:
+// stock LMDB 0.9.33 does not tell other cursors about a root split caused
+// by an append (a cursor left on the old last item then returns NotFound for
+// Next although an item follows; ours returns the item). That is a stock
+// defect we must not require ours to copy, so the harness does not look at
+// other cursors across an append.
+func (s *side) forgetCursors(db int, keep ...int) {
+	for slot := 0; slot < cursorSlots; slot++ {
+		kept := false
+		for _, k := range keep {
+			kept = kept || k == slot
+		}
+		if !kept {
+			s.dropCursor(db, slot)
+		}
+	}
 }
 
 // dropCursor closes one cursor slot of the innermost txn.
@@ -529,6 +761,29 @@ func successor(kind keyKind, last []byte, bump uint) []byte {
 // apply runs one op on the side and reports its observable result. A Go
 // panic inside the engine is reported as a result too.
 func (s *side) apply(o op) (r result) {
+	r = s.apply1(o)
+	// In DUPSORT DBs stock LMDB crashes (NULL sub-cursor page) when a cursor
+	// is used after another cursor or a txn-level write deleted duplicates
+	// under it, so there the harness always forgets the other cursors of a
+	// DB once it is written; elsewhere only when exploring (-difftest.tolerate=fixup).
+	if tolerated("fixup") && (o.kind == opCommitNested || o.kind == opAbortNested) && len(s.curs) > 0 {
+		// the parent's cursors after its child wrote: same class of differences
+		for db := range diffDBs {
+			s.forgetCursors(db)
+		}
+	}
+	if (tolerated("fixup") || isDup(o.db)) && len(s.curs) > 0 {
+		switch o.kind {
+		case opPut, opPutNoOverwrite, opPutAppend, opAppendNext, opPutReserve, opDel, opDelDup, opPutNoDupData:
+			s.forgetCursors(o.db)
+		case opCurPut, opCurPutReserve, opCurPutCurrent, opCurDel, opCurDelAll, opCurPutMulti:
+			s.forgetCursors(o.db, o.slot)
+		}
+	}
+	return r
+}
+
+func (s *side) apply1(o op) (r result) {
 	defer func() {
 		if p := recover(); p != nil {
 			r = result{code: errNotErrno, note: fmt.Sprintf("PANIC: %v", p)}
@@ -560,11 +815,24 @@ func (s *side) apply(o op) (r result) {
 		}
 		return s.readView(o)
 	}
+	if len(o.val) > 511 && tolerated("keysize") && isDup(o.db) {
+		switch o.kind {
+		case opDelDup, opCurGetBoth, opCurGetBothRange:
+			return result{note: "skipped: oversized data item in a lookup (tolerated)"}
+		}
+	}
 	if len(o.key) > 511 && tolerated("keysize") {
 		switch o.kind {
-		case opGet, opDel, opCurSet, opCurSetKey, opCurSetRange, opReadView:
+		case opGet, opDel, opCurSet, opCurSetKey, opCurSetRange, opReadView, opDelDup, opCurGetBoth, opCurGetBothRange:
 			return result{note: "skipped: oversized key in a lookup (tolerated)"}
 		}
+	}
+	if tolerated("dupappend") && isDup(o.db) && (o.kind == opPutAppend || o.kind == opAppendNext ||
+		((o.kind == opCurPut || o.kind == opCurPutReserve) && o.flags == fAppend)) {
+		return result{note: "skipped: MDB_APPEND in a DUPSORT DB (tolerated)"}
+	}
+	if tolerated("nestedbig") && len(s.txns) > 1 && len(o.val) > 2000 {
+		return result{note: "skipped: large value in a nested txn (tolerated)"}
 	}
 	if err := s.ensureTxn(); err != nil {
 		return result{code: s.eng.code(err), note: "begin"}
@@ -574,7 +842,11 @@ func (s *side) apply(o op) (r result) {
 	switch o.kind {
 	case opPut, opPutNoOverwrite, opPutAppend:
 		fl := map[opKind]uint{opPut: 0, opPutNoOverwrite: fNoOverwrite, opPutAppend: fAppend}[o.kind]
-		return s.res(t.put(dbi, o.key, o.val, fl))
+		err := t.put(dbi, o.key, o.val, fl)
+		if err == nil && fl == fAppend {
+			s.forgetCursors(o.db)
+		}
+		return s.res(err)
 	case opAppendNext:
 		c, err := t.cursor(dbi)
 		if err != nil {
@@ -589,7 +861,11 @@ func (s *side) apply(o op) (r result) {
 				key = k
 			}
 		}
-		r := s.res(t.put(dbi, key, o.val, fAppend))
+		err = t.put(dbi, key, o.val, fAppend)
+		if err == nil {
+			s.forgetCursors(o.db)
+		}
+		r := s.res(err)
 		r.note, r.k, r.kv = note, key, true
 		return r
 	case opPutReserve:
@@ -604,6 +880,10 @@ func (s *side) apply(o op) (r result) {
 		return result{code: s.eng.code(err), v: v, kv: err == nil}
 	case opDel:
 		return s.res(t.del(dbi, o.key, nil))
+	case opDelDup:
+		return s.res(t.del(dbi, o.key, o.val))
+	case opPutNoDupData:
+		return s.res(t.put(dbi, o.key, o.val, fNoDupData))
 	case opStat:
 		st, err := t.stat(dbi)
 		if err != nil {
@@ -648,16 +928,30 @@ func (s *side) apply(o op) (r result) {
 		return result{code: s.eng.code(err), note: "cursor"}
 	}
 	getOp := map[opKind]uint{opCurFirst: cFirst, opCurLast: cLast, opCurNext: cNext, opCurPrev: cPrev,
-		opCurSet: cSet, opCurSetKey: cSetKey, opCurSetRange: cSetRange, opCurGetCurrent: cGetCurrent}
+		opCurSet: cSet, opCurSetKey: cSetKey, opCurSetRange: cSetRange, opCurGetCurrent: cGetCurrent,
+		opCurGetBoth: cGetBoth, opCurGetBothRange: cGetBothRange, opCurFirstDup: cFirstDup,
+		opCurLastDup: cLastDup, opCurNextDup: cNextDup, opCurPrevDup: cPrevDup, opCurNextNoDup: cNextNoDup,
+		opCurPrevNoDup: cPrevNoDup, opCurGetMultiple: cGetMultiple, opCurNextMultiple: cNextMultiple}
 	if cop, ok := getOp[o.kind]; ok {
 		var k, v []byte
 		switch o.kind {
+		case opCurGetBoth, opCurGetBothRange:
+			k, v, err = c.get(o.key, o.val, cop)
 		case opCurSet, opCurSetKey, opCurSetRange:
 			k, v, err = c.get(o.key, nil, cop)
 		default:
 			k, v, err = c.get(nil, nil, cop)
 		}
-		if err != nil && tolerated("failedpos") && (o.kind == opCurSet || o.kind == opCurSetKey || o.kind == opCurSetRange) {
+		seek := o.kind == opCurSet || o.kind == opCurSetKey || o.kind == opCurSetRange ||
+			o.kind == opCurGetBoth || o.kind == opCurGetBothRange
+		if tolerated("dupkey") && (o.kind == opCurFirstDup || o.kind == opCurLastDup || o.kind == opCurGetMultiple) {
+			k = nil // LMDB leaves the key unset for these when the item has duplicates
+		}
+		if err != nil && seek && (tolerated("failedpos") || isDup(o.db)) {
+			// In a DUPSORT DB stock LMDB leaves a cursor whose positioning
+			// failed half set up: a following Prev dereferences an
+			// uninitialised sub-cursor and crashes (seen with GetBothRange,
+			// then Prev). The harness never uses such a cursor again.
 			s.dropCursor(o.db, o.slot)
 		}
 		return result{code: s.eng.code(err), k: k, v: v, kv: err == nil}
@@ -665,12 +959,18 @@ func (s *side) apply(o op) (r result) {
 	switch o.kind {
 	case opCurPut:
 		err := c.put(o.key, o.val, o.flags)
+		if err == nil && o.flags == fAppend {
+			s.forgetCursors(o.db, o.slot)
+		}
 		if err != nil && tolerated("failedpos") {
 			s.dropCursor(o.db, o.slot)
 		}
 		return s.res(err)
 	case opCurPutReserve:
 		buf, err := c.putReserve(o.key, len(o.val), o.flags)
+		if err == nil && o.flags == fAppend {
+			s.forgetCursors(o.db, o.slot)
+		}
 		if err != nil {
 			if tolerated("failedpos") {
 				s.dropCursor(o.db, o.slot)
@@ -680,9 +980,14 @@ func (s *side) apply(o op) (r result) {
 		copy(buf, o.val)
 		return result{note: fmt.Sprintf("reserved %d", len(buf))}
 	case opCurPutCurrent:
-		k, _, err := c.get(nil, nil, cGetCurrent)
+		k, cv, err := c.get(nil, nil, cGetCurrent)
 		if err != nil {
 			return result{code: s.eng.code(err), note: "getcurrent"}
+		}
+		if isDup(o.db) {
+			// with duplicates MDB_CURRENT may not change the sort position:
+			// re-put the current data item
+			return result{code: s.eng.code(c.put(k, cv, fCurrent)), k: k, kv: true}
 		}
 		if o.flags == 1 {
 			buf, err := c.putReserve(k, len(o.val), fCurrent)
@@ -693,6 +998,13 @@ func (s *side) apply(o op) (r result) {
 			return result{k: k, kv: true, note: fmt.Sprintf("reserved %d", len(buf))}
 		}
 		return result{code: s.eng.code(c.put(k, o.val, fCurrent)), k: k, kv: true}
+	case opCurCount:
+		n, err := c.count()
+		return result{code: s.eng.code(err), note: fmt.Sprint("count ", n)}
+	case opCurDelAll:
+		return s.res(c.del(fNoDupData))
+	case opCurPutMulti:
+		return s.res(c.putMulti(o.key, o.val, dupStride(o.db), 0))
 	case opCurDel:
 		err := c.del(0)
 		if tolerated("afterdel") {
@@ -728,6 +1040,19 @@ func (s *side) readView(o op) result {
 		k, v, err = c.get(nil, nil, cNext)
 		parts = append(parts, fmt.Sprintf("next %s %s %s", errName(s.eng.code(err)), showBytes(k), showBytes(v)))
 	}
+	// the same read txn and cursor again after Reset/Renew (a newer snapshot
+	// if something was committed meanwhile; nothing is here, so the same)
+	t.reset()
+	if err := t.renew(); err != nil {
+		return result{code: s.eng.code(err), note: "renew"}
+	}
+	if err := c.renew(t); err != nil {
+		return result{code: s.eng.code(err), note: "cursor renew"}
+	}
+	k, v, err = c.get(nil, nil, cLast)
+	parts = append(parts, fmt.Sprintf("renewed last %s %s %s", errName(s.eng.code(err)), showBytes(k), showBytes(v)))
+	v, err = t.get(dbi, o.key)
+	parts = append(parts, fmt.Sprintf("renewed get %s %s", errName(s.eng.code(err)), showBytes(v)))
 	return result{note: strings.Join(parts, "; ")}
 }
 
@@ -782,6 +1107,9 @@ func compareStats(where string, a, b tStat) string {
 // compareContents compares every DB of the two sides; "" if identical.
 func compareContents(a, b *side, stats *opStats) string {
 	for i, d := range diffDBs {
+		if !a.used[i] {
+			continue
+		}
 		da, sa, err := dumpDB(a.eng, a.env, a.dbis[i])
 		if err != nil {
 			return fmt.Sprintf("%s: dump %s: %v", a.eng.name(), d.name, err)
@@ -879,8 +1207,12 @@ func runOpsStats(base string, a, b engine, ops []op, flags uint, stats *opStats)
 		return nil, err
 	}
 	defer os.RemoveAll(base)
-	sa := &side{eng: a, dir: filepath.Join(base, "a"), flags: flags}
-	sb := &side{eng: b, dir: filepath.Join(base, "b"), flags: flags}
+	used := make([]bool, len(diffDBs))
+	for _, o := range ops {
+		used[o.db] = true
+	}
+	sa := &side{eng: a, dir: filepath.Join(base, "a"), flags: flags, used: used}
+	sb := &side{eng: b, dir: filepath.Join(base, "b"), flags: flags, used: used}
 	for _, s := range []*side{sa, sb} {
 		if err := os.MkdirAll(s.dir, 0o755); err != nil {
 			return nil, err
@@ -968,13 +1300,23 @@ func shrink(base string, a, b engine, ops []op, flags uint, budget int) []op {
 }
 
 func TestDifferential(t *testing.T) {
+	differential(t, genOps, 400000)
+}
+
+// TestDifferentialDupSort: the same with sorted-duplicate DBs (DUPSORT,
+// DUPFIXED, INTEGERDUP, REVERSEDUP) and the duplicate cursor ops.
+func TestDifferentialDupSort(t *testing.T) {
+	differential(t, genDupOps, 150000)
+}
+
+func differential(t *testing.T, gen func(int64) []op, perScale int) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	a, b := subject, engine(stockEngine{})
 	base := t.TempDir()
 
 	var seeds []int64
-	budget := 300000 * testScale(t)
+	budget := perScale * testScale(t)
 	if *flagSeed != 0 {
 		seeds = []int64{*flagSeed}
 	} else {
@@ -982,13 +1324,13 @@ func TestDifferential(t *testing.T) {
 		for n := 0; n < budget; {
 			s := r.Int63()
 			seeds = append(seeds, s)
-			n += len(genOps(s))
+			n += len(gen(s))
 		}
 	}
 	total, failures := 0, 0
 	stats := &opStats{codes: map[opKind]map[int]int{}}
 	for i, seed := range seeds {
-		ops := genOps(seed)
+		ops := gen(seed)
 		total += len(ops)
 		flags := seqEnvFlags(seed)
 		mm, err := runOpsStats(filepath.Join(base, fmt.Sprint(i)), a, b, ops, flags, stats)
@@ -1006,7 +1348,7 @@ func TestDifferential(t *testing.T) {
 			fmt.Fprintf(&sb, "  %3d %v\n", j, o)
 		}
 		t.Errorf("shrunk to %d ops (mismatch: %v):\n%s", len(small), mm2, sb.String())
-		t.Errorf("reproduce: go test ./internal/difftest -run '^TestDifferential$' -difftest.seed=%d -v", seed)
+		t.Errorf("reproduce: go test ./internal/difftest -run '^%s$' -difftest.seed=%d -v", t.Name(), seed)
 		if failures++; failures >= *flagKeepGoing {
 			t.FailNow()
 		}

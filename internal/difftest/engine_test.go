@@ -66,6 +66,8 @@ type tTxn interface {
 	drop(dbi uint32, del bool) error
 	commit() error
 	abort()
+	reset()
+	renew() error
 	check() error
 }
 
@@ -74,5 +76,8 @@ type tCursor interface {
 	put(k, v []byte, flags uint) error
 	putReserve(k []byte, n int, flags uint) ([]byte, error)
 	del(flags uint) error
+	count() (uint64, error)
+	putMulti(k, page []byte, stride int, flags uint) error
+	renew(t tTxn) error
 	close()
 }

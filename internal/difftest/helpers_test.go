@@ -25,6 +25,23 @@ const (
 	fNoSync      = uint(lmdb.NoSync)
 	fNoSubdir    = uint(lmdb.NoSubdir)
 
+	fDupSort    = uint(lmdb.DupSort)
+	fDupFixed   = uint(lmdb.DupFixed)
+	fIntegerDup = uint(lmdb.IntegerDup)
+	fReverseDup = uint(lmdb.ReverseDup)
+	fNoDupData  = uint(lmdb.NoDupData)
+
+	cFirstDup     = uint(lmdb.FirstDup)
+	cLastDup      = uint(lmdb.LastDup)
+	cNextDup      = uint(lmdb.NextDup)
+	cPrevDup      = uint(lmdb.PrevDup)
+	cNextNoDup    = uint(lmdb.NextNoDup)
+	cPrevNoDup    = uint(lmdb.PrevNoDup)
+	cGetBoth      = uint(lmdb.GetBoth)
+	cGetBothRange = uint(lmdb.GetBothRange)
+	cGetMultiple  = uint(lmdb.GetMultiple)
+	cNextMultiple = uint(lmdb.NextMultiple)
+
 	cFirst      = uint(lmdb.First)
 	cLast       = uint(lmdb.Last)
 	cNext       = uint(lmdb.Next)
@@ -54,7 +71,11 @@ var (
 	flagTolerate = flag.String("difftest.tolerate", "",
 		"exploration only: comma-separated known difference classes to step around so that other "+
 			"differences can be found (keysize: lookups with keys over 511 bytes; failedpos: cursor "+
-			"position after a failed Set*/put; afterdel: cursor position after a cursor Del). Never set by default.")
+			"position after a failed Set*/put; afterdel: cursor position after a cursor Del; fixup: other cursors of a DB after it is "+
+			"modified; nestedbig: values over 2000 bytes inside nested txns; dupappend: MDB_APPEND in DUPSORT DBs; dupkey: the key returned by FirstDup/LastDup/GetMultiple). "+
+			"Never set by default.")
+	flagDBs = flag.String("difftest.dbs", "",
+		"exploration only: comma-separated DB names the differential generators may use (default: all of the profile)")
 	flagPages = flag.Bool("difftest.pages", false,
 		"also require identical Stat page counts and depth (ours vs stock split policy)")
 	flagMaster = flag.Int64("difftest.master", 0,

@@ -1,0 +1,802 @@
+/*
+ * dupsort.c - sorted duplicate values (MDB_DUPSORT databases).
+ *
+ * A key with one value is an ordinary leaf node.  With more values the node
+ * gets DL_N_DUP and its data is an inline sub-page: a leaf page image whose
+ * nodes have the values as keys and no data.  When that sub-page would make
+ * the node larger than e_nodemax, the values move into a sub-tree and the
+ * node (DL_N_DUP | DL_N_TREE) holds the sub-tree's 48-byte record.
+ *
+ * A sub-cursor (dl_xcur) walks the values of the current key with the same
+ * movement code as the main cursor: over a sub-tree it is an ordinary cursor
+ * with the duplicate order as key order; over a sub-page it is a one-leaf
+ * tree whose root is an aligned copy of the sub-page (sub-pages may start at
+ * odd addresses), and returned pointers are translated back into the map.
+ *
+ * Writes rebuild the sub-page (values are few and small) or update the
+ * sub-tree and then store the new node data in the main tree.  DUPFIXED
+ * values live in LEAF2 sub-pages / LEAF2 sub-tree leaves (page.c, split.c).
+ */
+#include "internal.h"
+
+static MDB_cmp_func *dcmp_of(MDB_cursor *mc)
+{
+	return mc->c_dbx->x_dcmp ? mc->c_dbx->x_dcmp : dlmdb_cmp_for(0);
+}
+
+void dlmdb_dup_bind(MDB_cursor *mc, dl_xcur *x)
+{
+	char *buf = x->x_buf;
+	memset(x, 0, sizeof *x);
+	x->x_buf = buf;
+	mc->c_sub = x;
+}
+
+/* Translate a pointer into the sub-page copy back to the tree. */
+static void x_out(dl_xcur *x, MDB_val *v)
+{
+	if (x->x_orig && v->mv_data)
+		v->mv_data = x->x_orig + ((char *)v->mv_data - x->x_buf);
+}
+
+/*
+ * Aim the sub-cursor at the duplicates of the node under mc (unpositioned).
+ * MDB_NOTFOUND: the node holds a single value.
+ */
+int dlmdb_dup_setup(MDB_cursor *mc)
+{
+	dl_xcur *x = mc->c_sub;
+	MDB_cursor *xc = &x->x_c;
+	MDB_txn *txn = mc->c_txn;
+	xc->c_flags = 0;
+	if (!(mc->c_flags & DL_C_INIT) || mc->c_depth == 0)
+		return MDB_NOTFOUND;
+	dl_page *p = mc->c_pg[mc->c_top];
+	unsigned i = mc->c_ki[mc->c_top];
+	if (i >= dl_pg_nkeys(p))
+		return MDB_NOTFOUND;
+	if (!dl_node_in_page(p, i, mc->c_bound))
+		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
+	dl_node *n = dl_pg_node(p, i);
+	if (!(n->n_flags & DL_N_DUP))
+		return MDB_NOTFOUND;
+	dlmdb_cursor_setup(xc, txn, mc->c_dbi);
+	xc->c_db = &x->x_db;
+	xc->c_dbx = &x->x_dbx;
+	xc->c_owner = mc;
+	x->x_dbx.x_cmp = dcmp_of(mc);
+	size_t ds = dl_node_dsize(n);
+	if (dl_pg_slot(p, i) + DL_NODEHDR + n->n_ksize + ds > mc->c_bound)
+		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
+	if (n->n_flags & DL_N_TREE) {
+		if (ds != sizeof(dl_dbrec))
+			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
+		memcpy(&x->x_db, dl_node_data(n), sizeof x->x_db);
+		x->x_orig = NULL;
+		return 0;
+	}
+	if (ds < DL_PAGEHDR)
+		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
+	memcpy(x->x_buf, dl_node_data(n), ds);
+	dl_page *sp = (dl_page *)x->x_buf;
+	if (!(sp->p_flags & DL_P_LEAF) || sp->p_lower < DL_PAGEHDR || sp->p_lower > sp->p_upper ||
+	    sp->p_upper > ds || dl_pg_nkeys(sp) == 0)
+		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
+	if ((sp->p_flags & DL_P_LEAF2) &&
+	    (!sp->p_pad || DL_PAGEHDR + (size_t)dl_pg_nkeys(sp) * sp->p_pad > ds))
+		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
+	memset(&x->x_db, 0, sizeof x->x_db);
+	if (sp->p_flags & DL_P_LEAF2) {
+		x->x_db.d_pad = sp->p_pad;
+		x->x_db.d_flags = (uint16_t)(MDB_DUPFIXED |
+			((mc->c_db->d_flags & MDB_INTEGERDUP) ? MDB_INTEGERKEY : 0));
+	}
+	x->x_db.d_depth = 1;
+	x->x_db.d_leaf = 1;
+	x->x_db.d_entries = dl_pg_nkeys(sp);
+	x->x_db.d_root = DL_NO_PAGE;
+	xc->c_inline = sp;
+	xc->c_bound = (unsigned)ds;
+	x->x_orig = dl_node_data(n);
+	return 0;
+}
+
+/* data = first/last value of the node under mc; positions the sub-cursor. */
+static int node_value_edge(MDB_cursor *mc, MDB_val *data, int last)
+{
+	dl_xcur *x = mc->c_sub;
+	int rc = dlmdb_dup_setup(mc);
+	if (rc == MDB_NOTFOUND) {
+		if (!data)
+			return 0;
+		dl_node *n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
+		rc = dlmdb_node_value(mc->c_txn, n, data);
+		return rc ? DL_TXN_FAIL(mc->c_txn, rc) : 0;
+	}
+	if (rc)
+		return rc;
+	MDB_val v;
+	rc = last ? dlmdb_cur_last(&x->x_c, &v, NULL) : dlmdb_cur_first(&x->x_c, &v, NULL);
+	if (rc)
+		return rc == MDB_NOTFOUND ? DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED) : rc;
+	if (data) {
+		x_out(x, &v);
+		*data = v;
+	}
+	return 0;
+}
+
+static int x_current(MDB_cursor *mc, MDB_val *data)
+{
+	dl_xcur *x = mc->c_sub;
+	MDB_val v;
+	/* LMDB reads it through a full cursor_get, which ends any
+	 * deleted-before state of the sub-cursor */
+	x->x_c.c_flags &= ~DL_C_DEL;
+	int rc = dlmdb_cur_fetch(&x->x_c, &v, NULL);
+	if (rc)
+		return rc;
+	if (data) {
+		x_out(x, &v);
+		*data = v;
+	}
+	return 0;
+}
+
+/* A whole LEAF2 page of values from the sub-cursor's page; the sub-cursor
+ * moves to that page's last value (LMDB's GET/NEXT_MULTIPLE contract). */
+static int fetch_multiple(MDB_cursor *mc, MDB_val *data)
+{
+	dl_xcur *x = mc->c_sub;
+	MDB_cursor *xc = &x->x_c;
+	dl_page *p = xc->c_pg[xc->c_top];
+	unsigned n = dl_pg_nkeys(p);
+	if (!dl_pg_is_leaf2(p) || n == 0)
+		return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
+	data->mv_size = (size_t)n * p->p_pad;
+	data->mv_data = (char *)p + DL_PAGEHDR;
+	x_out(x, data);
+	xc->c_ki[xc->c_top] = (indx_t)(n - 1);
+	return 0;
+}
+
+static int cur_is_dup(MDB_cursor *mc)
+{
+	dl_page *p = mc->c_pg[mc->c_top];
+	unsigned i = mc->c_ki[mc->c_top];
+	return mc->c_depth && i < dl_pg_nkeys(p) && (dl_pg_node(p, i)->n_flags & DL_N_DUP);
+}
+
+int dlmdb_dup_get(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
+{
+	dl_xcur *x = mc->c_sub;
+	MDB_cursor *xc = &x->x_c;
+	MDB_val v;
+	int rc;
+	switch (op) {
+	case MDB_FIRST:
+	case MDB_LAST:
+		rc = op == MDB_FIRST ? dlmdb_cur_first(mc, key, NULL) : dlmdb_cur_last(mc, key, NULL);
+		if (rc)
+			return rc;
+		return node_value_edge(mc, data, op == MDB_LAST);
+	case MDB_GET_CURRENT:
+		if (!(mc->c_flags & DL_C_INIT))
+			return EINVAL;
+		if (mc->c_depth == 0)
+			return MDB_NOTFOUND;
+		if ((rc = dlmdb_cur_fetch(mc, key, NULL)))
+			return rc;
+		if (!cur_is_dup(mc))
+			return node_value_edge(mc, data, 0);
+		if (!(xc->c_flags & DL_C_INIT)) {
+			/* after a delete LMDB re-aims the duplicates at the first one;
+			 * otherwise an unpositioned duplicate cursor is an error */
+			if (!(mc->c_flags & DL_C_DEL))
+				return EINVAL;
+			return node_value_edge(mc, data, 0);
+		}
+		return x_current(mc, data);
+	case MDB_NEXT:
+	case MDB_NEXT_DUP:
+	case MDB_NEXT_NODUP:
+		/* mirrors LMDB's order of checks, quirks included */
+		if ((mc->c_flags & DL_C_DEL) && op == MDB_NEXT_DUP)
+			return MDB_NOTFOUND;
+		if (!(mc->c_flags & DL_C_INIT) || mc->c_depth == 0)
+			return dlmdb_dup_get(mc, key, data, MDB_FIRST);
+		if (mc->c_flags & DL_C_EOF) {
+			if (mc->c_ki[mc->c_top] + 1u >= dl_pg_nkeys(mc->c_pg[mc->c_top]))
+				return MDB_NOTFOUND;
+			mc->c_flags &= ~DL_C_EOF;
+		}
+		if (mc->c_ki[mc->c_top] < dl_pg_nkeys(mc->c_pg[mc->c_top])) {
+			if (cur_is_dup(mc)) {
+				if (op != MDB_NEXT_NODUP) {
+					if (xc->c_flags & DL_C_INIT)
+						rc = dlmdb_cur_next(xc, &v, NULL, MDB_NEXT);
+					else
+						rc = node_value_edge(mc, &v, 0);
+					if (rc == 0) {
+						if (xc->c_flags & DL_C_INIT)
+							x_out(x, &v);
+						if (data)
+							*data = v;
+						return dlmdb_cur_fetch(mc, key, NULL);
+					}
+					if (op != MDB_NEXT || rc != MDB_NOTFOUND)
+						return rc;
+				}
+			} else {
+				xc->c_flags = 0;
+				if (op == MDB_NEXT_DUP)
+					return MDB_NOTFOUND;
+			}
+		}
+		if ((rc = dlmdb_cur_next(mc, key, NULL, MDB_NEXT)))
+			return rc;
+		return node_value_edge(mc, data, 0);
+	case MDB_PREV:
+	case MDB_PREV_DUP:
+	case MDB_PREV_NODUP:
+		if (!(mc->c_flags & DL_C_INIT) || mc->c_depth == 0)
+			return dlmdb_dup_get(mc, key, data, MDB_LAST);
+		if (mc->c_ki[mc->c_top] < dl_pg_nkeys(mc->c_pg[mc->c_top])) {
+			if (cur_is_dup(mc)) {
+				if (op != MDB_PREV_NODUP) {
+					if (xc->c_flags & DL_C_INIT) {
+						rc = dlmdb_cur_prev(xc, &v, NULL);
+						if (rc == 0)
+							x_out(x, &v);
+					} else {
+						rc = node_value_edge(mc, &v, 1);
+					}
+					if (rc == 0) {
+						mc->c_flags &= ~DL_C_EOF;
+						if (data)
+							*data = v;
+						return dlmdb_cur_fetch(mc, key, NULL);
+					}
+					if (op != MDB_PREV || rc != MDB_NOTFOUND)
+						return rc;
+				}
+			} else {
+				xc->c_flags = 0;
+				if (op == MDB_PREV_DUP)
+					return MDB_NOTFOUND;
+			}
+		}
+		if ((rc = dlmdb_cur_prev(mc, key, NULL)))
+			return rc;
+		return node_value_edge(mc, data, 1);
+	case MDB_SET:
+	case MDB_SET_KEY:
+	case MDB_SET_RANGE:
+		xc->c_flags = 0;
+		if ((rc = dlmdb_cursor_seek(mc, key, NULL, op)))
+			return rc;
+		return node_value_edge(mc, data, 0);
+	case MDB_GET_BOTH:
+	case MDB_GET_BOTH_RANGE:
+		if (!data)
+			return EINVAL;
+		xc->c_flags = 0;
+		if ((rc = dlmdb_cursor_seek(mc, key, NULL, MDB_SET)))
+			return rc;
+		rc = dlmdb_dup_setup(mc);
+		if (rc == MDB_NOTFOUND) {
+			dl_node *n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
+			if ((rc = dlmdb_node_value(mc->c_txn, n, &v)))
+				return DL_TXN_FAIL(mc->c_txn, rc);
+			int c = dcmp_of(mc)(data, &v);
+			if (op == MDB_GET_BOTH ? c != 0 : c > 0)
+				return MDB_NOTFOUND;
+			*data = v;
+			return 0;
+		}
+		if (rc)
+			return rc;
+		v = *data;
+		rc = dlmdb_cursor_seek(xc, &v, NULL, op == MDB_GET_BOTH ? MDB_SET_KEY : MDB_SET_RANGE);
+		if (rc) {
+			xc->c_flags = 0;
+			return rc;
+		}
+		x_out(x, &v);
+		*data = v;
+		return 0;
+	case MDB_FIRST_DUP:
+	case MDB_LAST_DUP:
+		if (!data || !(mc->c_flags & DL_C_INIT))
+			return EINVAL;
+		if (mc->c_depth == 0 || mc->c_ki[mc->c_top] >= dl_pg_nkeys(mc->c_pg[mc->c_top]))
+			return MDB_NOTFOUND;
+		mc->c_flags &= ~DL_C_EOF;
+		if (!cur_is_dup(mc)) {
+			if ((rc = dlmdb_cur_fetch(mc, key, NULL)))
+				return rc;
+			return node_value_edge(mc, data, 0);
+		}
+		/* as LMDB: the key is left alone, an unpositioned sub-cursor is an error */
+		if (!(xc->c_flags & DL_C_INIT))
+			return EINVAL;
+		rc = op == MDB_LAST_DUP ? dlmdb_cur_last(xc, &v, NULL) : dlmdb_cur_first(xc, &v, NULL);
+		if (rc)
+			return rc;
+		x_out(x, &v);
+		*data = v;
+		return 0;
+	case MDB_GET_MULTIPLE:
+		if (!data || !(mc->c_flags & DL_C_INIT))
+			return EINVAL;
+		if (!(mc->c_db->d_flags & MDB_DUPFIXED))
+			return MDB_INCOMPATIBLE;
+		/* as LMDB: success without data when not on duplicates */
+		if (!(xc->c_flags & DL_C_INIT) || (xc->c_flags & DL_C_EOF))
+			return 0;
+		return fetch_multiple(mc, data);
+	case MDB_NEXT_MULTIPLE:
+		if (!data)
+			return EINVAL;
+		if (!(mc->c_db->d_flags & MDB_DUPFIXED))
+			return MDB_INCOMPATIBLE;
+		rc = (mc->c_flags & DL_C_INIT) ? dlmdb_dup_get(mc, key, data, MDB_NEXT_DUP)
+					       : dlmdb_dup_get(mc, key, data, MDB_FIRST);
+		if (rc)
+			return rc;
+		if (!(xc->c_flags & DL_C_INIT))
+			return MDB_NOTFOUND;
+		return fetch_multiple(mc, data);
+	case MDB_PREV_MULTIPLE:
+		if (!data)
+			return EINVAL;
+		if (!(mc->c_db->d_flags & MDB_DUPFIXED))
+			return MDB_INCOMPATIBLE;
+		if (!(mc->c_flags & DL_C_INIT))
+			return dlmdb_dup_get(mc, key, data, MDB_LAST);
+		if (!(xc->c_flags & DL_C_INIT))
+			return MDB_NOTFOUND;
+		if ((rc = dlmdb_cur_step_leaf(xc, -1)))
+			return rc;
+		return fetch_multiple(mc, data);
+	default:
+		return EINVAL;
+	}
+}
+
+int dlmdb_dup_count(MDB_cursor *mc, mdb_size_t *count)
+{
+	if (!(mc->c_flags & DL_C_INIT))
+		return EINVAL;
+	if (mc->c_depth == 0 || mc->c_ki[mc->c_top] >= dl_pg_nkeys(mc->c_pg[mc->c_top]))
+		return MDB_NOTFOUND;
+	if (!cur_is_dup(mc)) {
+		*count = 1;
+		return 0;
+	}
+	dl_xcur *x = mc->c_sub;
+	unsigned keep = x->x_c.c_flags;
+	indx_t kpos[DL_MAX_DEPTH];
+	memcpy(kpos, x->x_c.c_ki, sizeof kpos);
+	unsigned depth = x->x_c.c_depth, top = x->x_c.c_top;
+	dl_page *pgs[DL_MAX_DEPTH];
+	memcpy(pgs, x->x_c.c_pg, sizeof pgs);
+	int rc = dlmdb_dup_setup(mc);
+	if (rc)
+		return rc;
+	*count = x->x_db.d_entries;
+	/* setup reset the position; put it back (same pages, nothing moved) */
+	x->x_c.c_flags = keep;
+	memcpy(x->x_c.c_ki, kpos, sizeof kpos);
+	memcpy(x->x_c.c_pg, pgs, sizeof pgs);
+	x->x_c.c_depth = depth;
+	x->x_c.c_top = top;
+	return 0;
+}
+
+/* ---- writing ---------------------------------------------------------------- */
+
+/* Bytes of a sub-page holding these values (fixed: LEAF2 of that size). */
+static size_t subpage_size(const MDB_val *vals, unsigned m, unsigned fixed)
+{
+	if (fixed)
+		return DL_PAGEHDR + (size_t)m * fixed;
+	size_t sz = DL_PAGEHDR + (size_t)m * sizeof(indx_t);
+	for (unsigned i = 0; i < m; i++)
+		sz += dl_even(DL_NODEHDR + vals[i].mv_size);
+	return sz;
+}
+
+/* Encode sorted values as a sub-page image into buf (aligned). */
+static void subpage_build(char *buf, const MDB_val *vals, unsigned m, size_t size, unsigned fixed)
+{
+	dl_page *sp = (dl_page *)buf;
+	memset(buf, 0, size);
+	if (fixed) {
+		sp->p_flags = DL_P_LEAF | DL_P_LEAF2 | DL_P_SUBP;
+		sp->p_pad = (uint16_t)fixed;
+		sp->p_lower = (uint16_t)(DL_PAGEHDR + m * sizeof(indx_t));
+		sp->p_upper = sp->p_lower;
+		for (unsigned i = 0; i < m; i++)
+			memcpy(buf + DL_PAGEHDR + (size_t)i * fixed, vals[i].mv_data, fixed);
+		return;
+	}
+	sp->p_flags = DL_P_LEAF | DL_P_SUBP;
+	sp->p_lower = (uint16_t)(DL_PAGEHDR + m * sizeof(indx_t));
+	sp->p_upper = sp->p_lower;
+	size_t off = size;
+	indx_t *slots = dl_pg_slots(sp);
+	for (unsigned i = 0; i < m; i++) {
+		off -= dl_even(DL_NODEHDR + vals[i].mv_size);
+		slots[i] = (indx_t)off;
+		dl_node *nd = (dl_node *)(buf + off);
+		nd->n_ksize = (uint16_t)vals[i].mv_size;
+		if (vals[i].mv_size)
+			memcpy(dl_node_key(nd), vals[i].mv_data, vals[i].mv_size);
+	}
+}
+
+static char *scratch(MDB_txn *txn, int i)
+{
+	if (!txn->t_scratch[i])
+		txn->t_scratch[i] = malloc(txn->t_env->e_psize);
+	return txn->t_scratch[i];
+}
+
+/* Position the sub-cursor on value v of the (re-read) node under mc. */
+static int x_locate(MDB_cursor *mc, MDB_val *v)
+{
+	int rc = dlmdb_dup_setup(mc);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc)
+		return rc;
+	MDB_val k = *v;
+	if (k.mv_size == 0)
+		return dlmdb_cur_first(&mc->c_sub->x_c, &k, NULL);
+	return dlmdb_cursor_seek(&mc->c_sub->x_c, &k, NULL, MDB_SET);
+}
+
+/* Values of the node under mc (single value or sub-page) into vals. */
+static int gather(MDB_cursor *mc, MDB_val *vals, unsigned *m, unsigned cap)
+{
+	int rc = dlmdb_dup_setup(mc);
+	if (rc == MDB_NOTFOUND) {
+		dl_node *n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
+		if ((rc = dlmdb_node_value(mc->c_txn, n, &vals[0])))
+			return rc;
+		*m = 1;
+		return 0;
+	}
+	if (rc)
+		return rc;
+	dl_page *sp = mc->c_sub->x_c.c_inline;
+	unsigned n = dl_pg_nkeys(sp);
+	if (n > cap)
+		return MDB_CORRUPTED;
+	for (unsigned i = 0; i < n; i++) {
+		if (!dl_pg_is_leaf2(sp) && !dl_node_in_page(sp, i, mc->c_sub->x_c.c_bound))
+			return MDB_CORRUPTED;
+		dlmdb_node_keyval(sp, i, &vals[i]);
+	}
+	*m = n;
+	return 0;
+}
+
+/* Room for every value a sub-page can hold (at least one byte each in a
+ * LEAF2 sub-page, so never more than nodemax), kept per transaction. */
+static MDB_val *vals_buf(MDB_txn *txn, unsigned *cap)
+{
+	*cap = (unsigned)txn->t_env->e_nodemax + 1;
+	if (!txn->t_vals)
+		txn->t_vals = malloc((*cap + 1) * sizeof(MDB_val));
+	return txn->t_vals;
+}
+
+int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
+{
+	MDB_txn *txn = mc->c_txn;
+	MDB_env *env = txn->t_env;
+	dl_xcur *x = mc->c_sub;
+	MDB_cmp_func *dcmp = dcmp_of(mc);
+	int rc, exact = 0;
+	if (data->mv_size > DL_MAXKEY)
+		return MDB_BAD_VALSIZE;
+	if (flags & MDB_RESERVE)
+		return EINVAL;
+	if (flags & MDB_MULTIPLE) {
+		/* data[0]: item size and first item, data[1].mv_size: item count */
+		if (!(mc->c_db->d_flags & MDB_DUPFIXED))
+			return MDB_INCOMPATIBLE;
+		size_t isz = data[0].mv_size, count = data[1].mv_size, done = 0;
+		rc = 0;
+		for (; done < count; done++) {
+			MDB_val item = {isz, (char *)data[0].mv_data + done * isz};
+			MDB_val kk = *key;
+			if ((rc = dlmdb_dup_put(mc, &kk, &item, flags & ~MDB_MULTIPLE)))
+				break;
+		}
+		data[1].mv_size = done;
+		return rc;
+	}
+	unsigned char keybuf[DL_MAXKEY + 1], valbuf[DL_MAXKEY + 1];
+	MDB_val k = *key, d = *data;
+	if (flags & MDB_CURRENT) {
+		/* replace the value under the cursor: delete it, then insert */
+		if ((rc = dlmdb_cursor_revalidate(mc)))
+			return rc;
+		if (!(mc->c_flags & DL_C_INIT) || (mc->c_flags & DL_C_DEL) || mc->c_depth == 0)
+			return EINVAL;
+		MDB_val ck;
+		if ((rc = dlmdb_cur_fetch(mc, &ck, NULL)))
+			return rc;
+		memcpy(keybuf, ck.mv_data, ck.mv_size);
+		k.mv_data = keybuf;
+		k.mv_size = ck.mv_size;
+		memcpy(valbuf, d.mv_data, d.mv_size);
+		d.mv_data = valbuf;
+		if ((rc = dlmdb_dup_del(mc, 0)))
+			return rc;
+		flags &= ~MDB_CURRENT;
+	}
+	rc = dlmdb_search_root(mc, &k, DL_SEARCH_KEY);
+	if (rc && rc != MDB_NOTFOUND)
+		return rc;
+	if (rc == 0) {
+		mc->c_ki[mc->c_top] = (indx_t)dlmdb_node_find(mc, mc->c_pg[mc->c_top], &k, &exact);
+		if (exact < 0)
+			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
+	}
+	if (!exact) {
+		/* new key: a plain node */
+		if ((rc = dlmdb_tree_put(mc, &k, &d, flags & (MDB_APPEND | MDB_NOOVERWRITE))))
+			return rc;
+		x->x_c.c_flags = 0;
+		return 0;
+	}
+	if (flags & MDB_NOOVERWRITE) {
+		node_value_edge(mc, data, 0);
+		return MDB_KEYEXIST;
+	}
+	dl_node *n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
+	if ((n->n_flags & (DL_N_DUP | DL_N_TREE)) == (DL_N_DUP | DL_N_TREE)) {
+		if ((rc = dlmdb_dup_setup(mc)))
+			return rc;
+		MDB_cursor *xc = &x->x_c;
+		MDB_val probe = d, last;
+		if ((x->x_db.d_flags & MDB_DUPFIXED) && d.mv_size != x->x_db.d_pad)
+			return MDB_BAD_VALSIZE;
+		if (d.mv_size) {
+			rc = dlmdb_cursor_seek(xc, &probe, NULL, MDB_SET);
+			if (rc == 0)
+				return (flags & (MDB_NODUPDATA | MDB_APPENDDUP)) ? MDB_KEYEXIST : 0;
+			if (rc != MDB_NOTFOUND)
+				return rc;
+		}
+		if (flags & MDB_APPENDDUP) {
+			if ((rc = dlmdb_cur_last(xc, &last, NULL)))
+				return rc;
+			if (dcmp(&d, &last) <= 0)
+				return MDB_KEYEXIST;
+		}
+		dlmdb_txn_changed(txn, mc);
+		if ((rc = dlmdb_cursor_touch(mc)))
+			return rc;
+		MDB_val empty = {0, NULL};
+		if ((rc = dlmdb_tree_put(xc, &d, &empty, (flags & MDB_APPENDDUP) ? MDB_APPEND : 0)))
+			return rc;
+		n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
+		memcpy(dl_node_data(n), &x->x_db, sizeof x->x_db);
+		mc->c_db->d_entries++;
+		mc->c_flags = DL_C_INIT;
+		txn->t_gen++;
+		return 0;
+	}
+
+	/* single value or sub-page: rebuild with the new value */
+	unsigned vcap;
+	MDB_val *vals = vals_buf(txn, &vcap);
+	if (!vals)
+		return ENOMEM;
+	unsigned m = 0;
+	if ((rc = gather(mc, vals, &m, vcap)))
+		goto out;
+	if ((mc->c_db->d_flags & MDB_DUPFIXED) && vals[0].mv_size != d.mv_size) {
+		rc = MDB_BAD_VALSIZE;
+		goto out;
+	}
+	unsigned pos = 0;
+	while (pos < m && dcmp(&vals[pos], &d) < 0)
+		pos++;
+	if (pos < m && dcmp(&vals[pos], &d) == 0) {
+		rc = (flags & (MDB_NODUPDATA | MDB_APPENDDUP)) ? MDB_KEYEXIST : 0;
+		if (!rc)
+			rc = x_locate(mc, &d);
+		goto out;
+	}
+	if ((flags & MDB_APPENDDUP) && pos < m) {
+		rc = MDB_KEYEXIST;
+		goto out;
+	}
+	memmove(vals + pos + 1, vals + pos, (m - pos) * sizeof(MDB_val));
+	vals[pos] = d;
+	m++;
+	unsigned fixed = (mc->c_db->d_flags & MDB_DUPFIXED) ? (unsigned)d.mv_size : 0;
+	size_t sz = subpage_size(vals, m, fixed);
+	dlmdb_txn_changed(txn, mc);
+	if (DL_NODEHDR + k.mv_size + sz <= env->e_nodemax) {
+		char *buf = scratch(txn, 3);
+		if (!buf) {
+			rc = ENOMEM;
+			goto out;
+		}
+		subpage_build(buf, vals, m, sz, fixed);
+		MDB_val sub = {sz, buf};
+		if (k.mv_data != keybuf) {
+			memcpy(keybuf, k.mv_data, k.mv_size);
+			k.mv_data = keybuf;
+		}
+		if ((rc = dlmdb_tree_put(mc, &k, &sub, DL_PUT_DUP)))
+			goto out;
+	} else {
+		/* too big for a sub-page: move the values into a sub-tree */
+		MDB_cursor *xc = &x->x_c;
+		dlmdb_cursor_setup(xc, txn, mc->c_dbi);
+		memset(&x->x_db, 0, sizeof x->x_db);
+		x->x_db.d_root = DL_NO_PAGE;
+		if (fixed) {
+			x->x_db.d_pad = fixed;
+			x->x_db.d_flags = (uint16_t)(MDB_DUPFIXED |
+				((mc->c_db->d_flags & MDB_INTEGERDUP) ? MDB_INTEGERKEY : 0));
+		}
+		x->x_dbx.x_cmp = dcmp;
+		xc->c_db = &x->x_db;
+		xc->c_dbx = &x->x_dbx;
+		xc->c_owner = mc;
+		MDB_val empty = {0, NULL};
+		for (unsigned i = 0; i < m && !rc; i++) {
+			MDB_val v = vals[i];
+			rc = dlmdb_tree_put(xc, &v, &empty, MDB_APPEND);
+		}
+		if (rc)
+			goto out;
+		dl_dbrec rec = x->x_db;
+		MDB_val recv = {sizeof rec, &rec};
+		if (k.mv_data != keybuf) {
+			memcpy(keybuf, k.mv_data, k.mv_size);
+			k.mv_data = keybuf;
+		}
+		if ((rc = dlmdb_tree_put(mc, &k, &recv, DL_PUT_DUP | DL_PUT_TREE)))
+			goto out;
+	}
+	mc->c_db->d_entries++;
+	if (d.mv_data != valbuf) {
+		memcpy(valbuf, d.mv_data, d.mv_size);
+		d.mv_data = valbuf;
+	}
+	rc = x_locate(mc, &d);
+out:
+	return rc;
+}
+
+/* Delete the whole node under mc (every value of its key). */
+static int del_node(MDB_cursor *mc)
+{
+	MDB_txn *txn = mc->c_txn;
+	dl_node *n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
+	uint64_t count = 1;
+	int rc;
+	/* other cursors note their places before any page goes away */
+	dlmdb_txn_changed(txn, mc);
+	if (n->n_flags & DL_N_DUP) {
+		if ((rc = dlmdb_dup_setup(mc)))
+			return rc;
+		count = mc->c_sub->x_db.d_entries;
+		if (n->n_flags & DL_N_TREE) {
+			dl_dbrec rec = mc->c_sub->x_db;
+			if ((rc = dlmdb_tree_free_all(txn, &rec)))
+				return DL_TXN_FAIL(txn, rc);
+		}
+	}
+	mc->c_sub->x_c.c_flags = 0;
+	if ((rc = dlmdb_tree_del_current(mc, 1)))
+		return rc;
+	mc->c_db->d_entries -= count - 1;
+	/* as LMDB: when the successor has duplicates, the sub-cursor stands
+	 * on its first one, marked deleted-before */
+	if ((mc->c_flags & DL_C_INIT) && cur_is_dup(mc)) {
+		if ((rc = node_value_edge(mc, NULL, 0)))
+			return rc;
+		mc->c_sub->x_c.c_flags |= DL_C_DEL;
+	}
+	return 0;
+}
+
+int dlmdb_dup_del(MDB_cursor *mc, unsigned flags)
+{
+	MDB_txn *txn = mc->c_txn;
+	dl_xcur *x = mc->c_sub;
+	MDB_cursor *xc = &x->x_c;
+	int rc;
+	if (!(mc->c_flags & DL_C_INIT))
+		return EINVAL;
+	if (mc->c_depth == 0 || mc->c_ki[mc->c_top] >= dl_pg_nkeys(mc->c_pg[mc->c_top]))
+		return MDB_NOTFOUND;
+	if ((flags & MDB_NODUPDATA) || !cur_is_dup(mc))
+		return del_node(mc);
+	if (!(xc->c_flags & DL_C_INIT)) {
+		/* the cursor stands on the key (e.g. after a delete): its first value */
+		if ((rc = node_value_edge(mc, NULL, 0)))
+			return rc;
+	}
+	MDB_val dv;
+	if ((rc = dlmdb_cur_fetch(xc, &dv, NULL)))
+		return rc;
+	unsigned char valbuf[DL_MAXKEY + 1], keybuf[DL_MAXKEY + 1];
+	memcpy(valbuf, dv.mv_data, dv.mv_size);
+	MDB_val d = {dv.mv_size, valbuf}, ck;
+	if ((rc = dlmdb_cur_fetch(mc, &ck, NULL)))
+		return rc;
+	memcpy(keybuf, ck.mv_data, ck.mv_size);
+	MDB_val k = {ck.mv_size, keybuf};
+	dl_node *n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
+	if (n->n_flags & DL_N_TREE) {
+		if (x->x_db.d_entries <= 1)
+			return del_node(mc);
+		dlmdb_txn_changed(txn, mc);
+		if ((rc = dlmdb_cursor_touch(mc)))
+			return rc;
+		if ((rc = dlmdb_tree_del_current(xc, 0)))
+			return rc;
+		n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
+		memcpy(dl_node_data(n), &x->x_db, sizeof x->x_db);
+		mc->c_db->d_entries--;
+		txn->t_gen++;
+		return 0;
+	}
+	unsigned vcap;
+	MDB_val *vals = vals_buf(txn, &vcap);
+	if (!vals)
+		return ENOMEM;
+	unsigned m = 0, j = 0;
+	if ((rc = gather(mc, vals, &m, vcap)))
+		goto out;
+	if (m <= 1)
+		return del_node(mc);
+	MDB_cmp_func *dcmp = dcmp_of(mc);
+	for (unsigned i = 0; i < m; i++)
+		if (dcmp(&vals[i], &d) != 0)
+			vals[j++] = vals[i];
+	unsigned fixed = (mc->c_db->d_flags & MDB_DUPFIXED) ? (unsigned)d.mv_size : 0;
+	size_t sz = subpage_size(vals, j, fixed);
+	char *buf = scratch(txn, 3);
+	if (!buf) {
+		rc = ENOMEM;
+		goto out;
+	}
+	subpage_build(buf, vals, j, sz, fixed);
+	MDB_val sub = {sz, buf};
+	dlmdb_txn_changed(txn, mc);
+	if ((rc = dlmdb_tree_put(mc, &k, &sub, DL_PUT_DUP)))
+		goto out;
+	mc->c_db->d_entries--;
+	/* the sub-cursor now stands before the deleted value's successor */
+	if ((rc = dlmdb_dup_setup(mc)))
+		goto out;
+	memcpy(xc->c_saved, valbuf, d.mv_size);
+	xc->c_savedlen = d.mv_size;
+	xc->c_flags = DL_C_INIT | DL_C_SAVED;
+	rc = dlmdb_cursor_revalidate(xc);
+out:
+	return rc;
+}
+
+/* mdb_del with a value on a DUPSORT DB: remove just that pair. */
+int dlmdb_dup_del_pair(MDB_cursor *mc, MDB_val *key, MDB_val *data)
+{
+	MDB_val k = *key, d = *data;
+	int rc = dlmdb_dup_get(mc, &k, &d, MDB_GET_BOTH);
+	if (rc)
+		return rc;
+	return dlmdb_dup_del(mc, 0);
+}

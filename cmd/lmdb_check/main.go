@@ -1,0 +1,140 @@
+/*
+Command lmdb_check verifies the structure of an LMDB/DLMDB environment with
+the engine's checker (Env.Check): every page reachable from the newest
+snapshot is visited and its kind, bounds, key order and ownership are
+checked, and the free list is reconciled with the pages in use.
+
+	lmdb_check [-V] [-n] [-q] [-a|-s name] path
+
+	-a  also print the statistics of every named database
+	-s  also print the statistics of one named database
+	-q  print nothing on success
+	-n  the environment is a single file, not a directory
+
+The exit status is 0 when the environment is sound and 1 (with the
+checker's explanation) when it is not.
+*/
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/dlmdb/dlmdb-go/internal/toolutil"
+	"github.com/dlmdb/dlmdb-go/lmdb"
+)
+
+const usage = "usage: lmdb_check [-V] [-n] [-q] [-a|-s name] path"
+
+func main() { toolutil.Main("lmdb_check", run) }
+
+type config struct {
+	path     string
+	envFlags uint
+	quiet    bool
+	all      bool
+	name     string
+	named    bool
+}
+
+func parseArgs(args []string) (*config, bool, error) {
+	o, err := toolutil.Parse("anqs:V", args, usage)
+	if err != nil {
+		return nil, false, err
+	}
+	if o.Has('V') {
+		return nil, true, nil
+	}
+	c := &config{quiet: o.Has('q'), all: o.Has('a')}
+	c.name, c.named = o.Value('s')
+	if o.Has('n') {
+		c.envFlags |= lmdb.NoSubdir
+	}
+	if c.all && c.named {
+		return nil, false, toolutil.Usagef(usage, "-a and -s cannot be combined")
+	}
+	if len(o.Operands) != 1 {
+		return nil, false, toolutil.Usagef(usage, "exactly one environment path is required")
+	}
+	c.path = o.Operands[0]
+	return c, false, nil
+}
+
+// ErrDamaged wraps every checker failure reported by run.
+var ErrDamaged = errors.New("environment is damaged")
+
+func run(args []string, stdout, stderr io.Writer) (err error) {
+	c, version, err := parseArgs(args)
+	if err != nil {
+		return err
+	}
+	if version {
+		_, err = fmt.Fprintln(stdout, toolutil.Version())
+		return err
+	}
+	w := bufio.NewWriter(stdout)
+	defer func() {
+		if ferr := w.Flush(); err == nil {
+			err = ferr
+		}
+	}()
+	maxDBs := 0
+	if c.all || c.named {
+		maxDBs = 4
+	}
+	env, err := toolutil.OpenEnv(c.path, c.envFlags|lmdb.Readonly, maxDBs)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+
+	return env.View(func(txn *lmdb.Txn) error {
+		stop := toolutil.Ticker(stderr, "lmdb_check", nil)
+		cerr := txn.Check()
+		stop()
+		if cerr != nil {
+			return fmt.Errorf("%s: %w: %w", c.path, ErrDamaged, cerr)
+		}
+		if c.quiet {
+			return nil
+		}
+		info, err := env.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s: OK (transaction %d, %d pages in use)\n", c.path, txn.ID(), info.LastPNO+1)
+		root, err := txn.OpenRoot(0)
+		if err != nil {
+			return err
+		}
+		if err := printStat(w, txn, root, "main database"); err != nil {
+			return err
+		}
+		switch {
+		case c.named:
+			dbi, err := txn.OpenDBI(c.name, 0)
+			if err != nil {
+				return fmt.Errorf("database %q: %w", c.name, err)
+			}
+			return printStat(w, txn, dbi, fmt.Sprintf("database %q", c.name))
+		case c.all:
+			_, err := toolutil.ForEachDB(env, txn, func(name string, dbi lmdb.DBI) error {
+				return printStat(w, txn, dbi, fmt.Sprintf("database %q", name))
+			})
+			return err
+		}
+		return nil
+	})
+}
+
+func printStat(w io.Writer, txn *lmdb.Txn, dbi lmdb.DBI, title string) error {
+	st, err := txn.Stat(dbi)
+	if err != nil {
+		return fmt.Errorf("stat of %s: %w", title, err)
+	}
+	_, err = fmt.Fprintf(w, "  %s: %d entries, depth %d, %d branch, %d leaf, %d overflow pages\n",
+		title, st.Entries, st.Depth, st.BranchPages, st.LeafPages, st.OverflowPages)
+	return err
+}

@@ -1,0 +1,138 @@
+/*
+Command lmdb_copy makes a consistent copy of an LMDB/DLMDB environment,
+even while other processes use it (the copy is taken from one read
+snapshot).
+
+	lmdb_copy [-V] [-c] [-n] srcpath [dstpath]
+
+	-c  compact while copying: free pages are left out and the pages are
+	    renumbered, so the copy may be much smaller
+	-n  the environments are single files, not directories
+
+dstpath is a directory (created if missing) that receives data.mdb, or with
+-n the data file itself. Without dstpath the data file is written to
+standard output.
+*/
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/dlmdb/dlmdb-go/internal/toolutil"
+	"github.com/dlmdb/dlmdb-go/lmdb"
+)
+
+const usage = "usage: lmdb_copy [-V] [-c] [-n] srcpath [dstpath]"
+
+func main() { toolutil.Main("lmdb_copy", run) }
+
+type config struct {
+	src, dst string
+	compact  bool
+	envFlags uint
+}
+
+func parseArgs(args []string) (*config, bool, error) {
+	o, err := toolutil.Parse("cnV", args, usage)
+	if err != nil {
+		return nil, false, err
+	}
+	if o.Has('V') {
+		return nil, true, nil
+	}
+	c := &config{compact: o.Has('c')}
+	if o.Has('n') {
+		c.envFlags |= lmdb.NoSubdir
+	}
+	switch len(o.Operands) {
+	case 1:
+		c.src = o.Operands[0]
+	case 2:
+		c.src, c.dst = o.Operands[0], o.Operands[1]
+	default:
+		return nil, false, toolutil.Usagef(usage, "need a source path and at most one destination")
+	}
+	return c, false, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	c, version, err := parseArgs(args)
+	if err != nil {
+		return err
+	}
+	if version {
+		_, err = fmt.Fprintln(stdout, toolutil.Version())
+		return err
+	}
+	env, err := toolutil.OpenEnv(c.src, c.envFlags|lmdb.Readonly, 0)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	var flags uint
+	if c.compact {
+		flags |= lmdb.CopyCompact
+	}
+	if c.dst == "" {
+		return copyToWriter(env, flags, stdout, stderr)
+	}
+	dataFile := c.dst
+	if c.envFlags&lmdb.NoSubdir == 0 {
+		if err := os.MkdirAll(c.dst, 0o755); err != nil {
+			return err
+		}
+		dataFile = filepath.Join(c.dst, "data.mdb")
+	}
+	stop := toolutil.Ticker(stderr, "lmdb_copy", func() string {
+		if st, err := os.Stat(dataFile); err == nil {
+			return toolutil.HumanBytes(st.Size()) + " written"
+		}
+		return ""
+	})
+	err = env.CopyFlag(c.dst, flags)
+	stop()
+	if err != nil {
+		return fmt.Errorf("copy to %s: %w", c.dst, err)
+	}
+	return nil
+}
+
+// copyToWriter streams the copy to w. A regular file receives the copy
+// directly through its descriptor. Anything else (a pipe, a terminal, an
+// in-memory writer) gets it through a temporary file, because the engine's
+// copy may position its writes, which a pipe cannot do.
+func copyToWriter(env *lmdb.Env, flags uint, w, stderr io.Writer) error {
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			stop := toolutil.Ticker(stderr, "lmdb_copy", nil)
+			err := env.CopyFDFlag(f.Fd(), flags)
+			stop()
+			return err
+		}
+	}
+	tmp, err := os.CreateTemp("", "lmdb_copy-*.mdb")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	stop := toolutil.Ticker(stderr, "lmdb_copy", func() string {
+		if st, err := tmp.Stat(); err == nil {
+			return toolutil.HumanBytes(st.Size()) + " written"
+		}
+		return ""
+	})
+	err = env.CopyFDFlag(tmp.Fd(), flags)
+	stop()
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	_, err = io.Copy(w, tmp)
+	return err
+}
