@@ -49,6 +49,68 @@ void dlmdb_cursors_forget(MDB_txn *txn, MDB_dbi dbi)
 	txn->t_dbstate[dbi] |= DL_DBS_EMPTIED;
 }
 
+static unsigned fill_permille(const dl_page *p, size_t cap)
+{
+	return (unsigned)(1000 * (cap - dl_pg_room(p)) / cap);
+}
+
+/*
+ * Stock LMDB's alternative to a merge: an underfull leaf whose neighbour
+ * (the left one; the right one for a leftmost leaf) is at least 25% full
+ * and holds more than one item takes one item from it, and the parent's
+ * separator of the page that got a new first key is rewritten.  Doing the
+ * same keeps our page boundaries equal to stock's.  *done stays 0 when the
+ * neighbour does not qualify or the new separator does not fit in place.
+ */
+static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
+{
+	if (getenv("XX_NOBORROW")) return 0;
+	MDB_txn *txn = mc->c_txn;
+	size_t cap = txn->t_env->e_psize - DL_PAGEHDR;
+	dl_page *p = mc->c_pg[level], *parent = mc->c_pg[level - 1], *sib, *nsib;
+	unsigned pi = mc->c_ki[level - 1];
+	int fromleft = pi > 0;
+	unsigned si = fromleft ? pi - 1 : pi + 1;
+	int rc = dlmdb_page_get(txn, dl_node_child(dl_pg_node(parent, si)), &sib);
+	if (rc)
+		return rc;
+	if (!dl_pg_is_leaf(sib) || dl_pg_is_leaf2(sib))
+		return 0;	/* the merge path reports what is wrong */
+	if ((rc = dlmdb_page_validate(txn->t_env, sib)))
+		return rc;
+	unsigned sn = dl_pg_nkeys(sib);
+	if (fill_permille(sib, cap) < 250 || sn <= 1)
+		return 0;
+	unsigned from = fromleft ? sn - 1 : 0;
+	dl_node *nd = dl_pg_node(sib, from);
+	size_t len = dl_node_bytes(sib, nd) - sizeof(indx_t);
+	if (dl_pg_room(p) < dl_even(len) + sizeof(indx_t))
+		return 0;
+	unsigned sepidx = fromleft ? pi : si;
+	const dl_node *first = fromleft ? nd : dl_pg_node(sib, 1);
+	unsigned char keybuf[DL_MAXKEY + 1];
+	MDB_val sep = {first->n_ksize, keybuf};
+	memcpy(keybuf, dl_node_key(first), first->n_ksize);
+	const dl_node *old = dl_pg_node(parent, sepidx);
+	size_t oldb = dl_even(DL_NODEHDR + old->n_ksize), newb = dl_even(DL_NODEHDR + sep.mv_size);
+	if (newb > oldb && dl_pg_room(parent) < newb - oldb)
+		return 0;
+	if ((rc = dlmdb_page_touch(txn, sib, &nsib)))
+		return rc;
+	if (nsib != sib) {
+		dl_node_set_child(dl_pg_node(parent, si), nsib->p_pgno);
+		sib = nsib;
+		nd = dl_pg_node(sib, from);
+	}
+	dlmdb_pg_add_raw(p, fromleft ? 0 : dl_pg_nkeys(p), nd, len);
+	dlmdb_pg_del_node(sib, from);
+	pgno_t child = dl_node_child(dl_pg_node(parent, sepidx));
+	dlmdb_pg_del_node(parent, sepidx);
+	dlmdb_pg_add_branch(parent, sepidx, &sep, child);
+	*done = 1;
+	return 0;
+}
+
 static int rebalance(MDB_cursor *mc)
 {
 	MDB_txn *txn = mc->c_txn;
@@ -82,12 +144,21 @@ static int rebalance(MDB_cursor *mc)
 			}
 			return 0;
 		}
-		size_t used = cap - dl_pg_room(p);
+		/* stock LMDB's thresholds: a leaf below 25% use (in per mille of
+		 * the usable bytes, as it computes it), a branch only when it is
+		 * almost empty or down to one child */
 		unsigned minkeys = branch ? 2 : 1;
-		if (used >= DL_FILL_MIN(psize) && n >= minkeys)
+		if (fill_permille(p, cap) >= (branch ? 1u : 250u) && n >= minkeys)
 			return 0;
 		dl_page *parent = mc->c_pg[level - 1];
 		unsigned pi = mc->c_ki[level - 1];
+		if (!branch && !dl_pg_is_leaf2(p) && dl_pg_nkeys(parent) >= 2) {
+			int done = 0;
+			if ((rc = borrow_leaf_node(mc, level, &done)))
+				return rc;
+			if (done)
+				return 0;
+		}
 		if (n == 0) {
 			if ((rc = drop_page(mc, p)))
 				return rc;

@@ -137,6 +137,11 @@ int dlmdb_page_free(MDB_txn *txn, pgno_t pg, unsigned n)
 		/* never committed: reusable right away */
 		if (own)
 			free(dlmdb_dirty_remove(&txn->t_dirty, pg));
+		/* an ancestor may still hold a copy under this number (its own
+		 * page, or the original of one we copied); it must not outlive
+		 * our commit: the page may be reused for anything meanwhile */
+		if (txn->t_parent && (rc = dlmdb_pgl_push(&txn->t_dropped, pg)))
+			return rc;
 		if (n == 1)
 			return dlmdb_pgl_push(&txn->t_loose, pg);
 		if ((rc = dlmdb_pgl_push_run(&txn->t_reclaimed, pg, n)))

@@ -226,6 +226,8 @@ struct MDB_txn {
 	dl_pgl t_freed;		/* committed pages released by this txn */
 	dl_pgl t_loose;		/* pages allocated in this txn family, now unused */
 	dl_pgl t_reclaimed;	/* pages taken from free DB records, unused yet */
+	dl_pgl t_dropped;	/* nested txns: dirty pages released here; an ancestor's
+				 * copy of such a page is dead and goes when we merge */
 	txnid_t t_last_reclaimed;	/* highest free DB key consumed */
 	uint64_t t_fl_gen;	/* changes to the free lists (save fixpoint) */
 	char *t_scratch[DL_MAX_DEPTH]; /* page-sized buffers for split */

@@ -93,18 +93,12 @@ static MDB_txn *txn_alloc(MDB_env *env)
 {
 	unsigned nd = env->e_maxdbs;
 	size_t sz = sizeof(MDB_txn) + nd * (sizeof(dl_dbrec) + sizeof(unsigned) + 1);
-	/* with a large handle limit (mdb_env_set_maxdbs(65536)) zeroing the
-	 * whole block per txn would dominate: only the header and the state
-	 * bytes need it, a record or sequence number is written before its
-	 * handle is marked valid */
-	MDB_txn *txn = malloc(sz);
+	MDB_txn *txn = calloc(1, sz);
 	if (!txn)
 		return NULL;
-	memset(txn, 0, sizeof *txn);
 	txn->t_dbs = (dl_dbrec *)(txn + 1);
 	txn->t_dbseq = (unsigned *)(txn->t_dbs + nd);
 	txn->t_dbstate = (unsigned char *)(txn->t_dbseq + nd);
-	memset(txn->t_dbstate, 0, nd);
 	txn->t_env = env;
 	return txn;
 }
@@ -228,6 +222,7 @@ static void txn_free_lists(MDB_txn *txn)
 	dlmdb_pgl_free(&txn->t_freed);
 	dlmdb_pgl_free(&txn->t_loose);
 	dlmdb_pgl_free(&txn->t_reclaimed);
+	dlmdb_pgl_free(&txn->t_dropped);
 	for (int i = 0; i < DL_MAX_DEPTH; i++) {
 		free(txn->t_scratch[i]);
 		txn->t_scratch[i] = NULL;
@@ -365,20 +360,36 @@ static int child_merge(MDB_txn *txn)
 	MDB_txn *p = txn->t_parent;
 	int rc = 0;
 	dl_dirty *d = &txn->t_dirty;
+	/*
+	 * Three passes, so that nothing the child hands over is discarded:
+	 * 1. pages the child released: the parent's copies are dead (the child
+	 *    may have reused the numbers for anything); the grandparent may hold
+	 *    copies too, so the numbers travel up with the parent's own;
+	 * 2. parent copies of pages lying inside one of the child's overflow
+	 *    runs are dead as well (those pages were free to the child);
+	 * 3. the child's pages replace the parent's under the same numbers.
+	 */
+	for (size_t i = 0; i < txn->t_dropped.l_n; i++)
+		free(dlmdb_dirty_remove(&p->t_dirty, txn->t_dropped.l_v[i]));
+	for (size_t i = 0; p->t_parent && i < txn->t_dropped.l_n; i++)
+		if ((rc = dlmdb_pgl_push(&p->t_dropped, txn->t_dropped.l_v[i])))
+			goto broken;
+	for (size_t i = 0; i < d->d_cap; i++) {
+		pgno_t k = d->d_keys[i];
+		if (k >= ~(pgno_t)0 - 1 || !(d->d_pages[i]->p_flags & DL_P_OVERFLOW))
+			continue;
+		uint32_t cnt = dl_pg_ovcount(d->d_pages[i]);
+		for (uint32_t j = 1; j < cnt; j++)
+			free(dlmdb_dirty_remove(&p->t_dirty, k + j));
+	}
 	for (size_t i = 0; i < d->d_cap; i++) {
 		pgno_t k = d->d_keys[i];
 		if (k >= ~(pgno_t)0 - 1)
 			continue;
 		dl_page *old = dlmdb_dirty_find(&p->t_dirty, k);
 		if ((rc = dlmdb_dirty_put(&p->t_dirty, k, d->d_pages[i])))
-			return rc;
+			goto broken;
 		free(old);
-		if (d->d_pages[i]->p_flags & DL_P_OVERFLOW) {
-			/* the parent's copies of pages inside this run are stale */
-			uint32_t cnt = dl_pg_ovcount(d->d_pages[i]);
-			for (uint32_t j = 1; j < cnt; j++)
-				free(dlmdb_dirty_remove(&p->t_dirty, k + j));
-		}
 		d->d_keys[i] = ~(pgno_t)0 - 1; /* now owned by the parent */
 	}
 	dl_pgl tmp;
@@ -405,6 +416,10 @@ static int child_merge(MDB_txn *txn)
 	p->t_flags |= txn->t_flags & DL_T_DIRTY;
 	p->t_gen++;
 	return 0;
+broken:
+	/* the parent already lost pages it shared with the child */
+	p->t_flags |= DL_T_ERROR;
+	return rc;
 }
 
 static int pg_order(const void *a, const void *b)

@@ -476,102 +476,132 @@ func TestRandomDupOpsAgainstModel(t *testing.T) {
 	}
 }
 
-// FuzzCursorOps interprets the input as a program of cursor and
-// transaction calls with arbitrary operation codes and flags on a DupSort
-// database. Whatever the calls return, nothing may crash, and afterwards
-// the database must pass the checker and agree with its own statistics.
+// runCursorProgram interprets prog as a program of cursor and transaction
+// calls with arbitrary operation codes and flags on the DupSort database
+// dbi, all in one write transaction. Whatever the calls return, nothing may
+// crash, and afterwards the database must pass the checker and agree with
+// its own statistics.
+func runCursorProgram(t testing.TB, env *Env, dbi DBI, prog []byte) {
+	t.Helper()
+	next := func() byte {
+		if len(prog) == 0 {
+			return 0
+		}
+		b := prog[0]
+		prog = prog[1:]
+		return b
+	}
+	item := func() []byte { // short keys and values from a tiny alphabet
+		n := int(next() % 4)
+		out := make([]byte, n)
+		for i := range out {
+			out[i] = 'a' + next()%3
+		}
+		return out
+	}
+	flagsFrom := func(b byte) uint {
+		all := []uint{NoOverwrite, NoDupData, Current, Append, AppendDup}
+		var fl uint
+		for i, v := range all {
+			if b&(1<<i) != 0 {
+				fl |= v
+			}
+		}
+		return fl
+	}
+	err := env.Update(func(txn *Txn) error {
+		cur, err := txn.OpenCursor(dbi)
+		if err != nil {
+			return err
+		}
+		for len(prog) > 0 {
+			switch next() % 8 {
+			case 0:
+				cur.Get(item(), item(), uint(next()%20))
+			case 1:
+				cur.Put(item(), item(), flagsFrom(next()))
+			case 2:
+				cur.Del(uint(next()&1) * NoDupData)
+			case 3:
+				txn.Put(dbi, item(), item(), flagsFrom(next()))
+			case 4:
+				txn.Del(dbi, item(), item())
+			case 5:
+				txn.Get(dbi, item())
+			case 6:
+				cur.Count()
+			case 7:
+				txn.Sub(func(sub *Txn) error {
+					sub.Put(dbi, item(), item(), 0)
+					if next()&1 == 0 {
+						return errRollback
+					}
+					return nil
+				})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	mustView(t, env, func(txn *Txn) error {
+		if err := txn.Check(); err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		st, err := txn.Stat(dbi)
+		if err != nil {
+			return err
+		}
+		cur, err := txn.OpenCursor(dbi)
+		if err != nil {
+			return err
+		}
+		defer cur.Close()
+		n := uint64(0)
+		for _, _, err := cur.Get(nil, nil, First); err == nil; _, _, err = cur.Get(nil, nil, Next) {
+			n++
+		}
+		if n != st.Entries {
+			t.Fatalf("scan counted %d items, Stat says %d", n, st.Entries)
+		}
+		return nil
+	})
+}
+
+// FuzzCursorOps runs one cursor program per input on a fresh environment,
+// so a failure reproduces from its input alone.
 func FuzzCursorOps(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19})
 	f.Add([]byte("\x01a\x01b\x02\x00\x03\x08\x04\x40\x05\x20\x06\x00\x07\x01"))
 	f.Add(bytes.Repeat([]byte{1, 7, 3, 9, 4, 0x40, 2, 12}, 20))
 	f.Fuzz(func(t *testing.T, prog []byte) {
-		// A fresh environment per input keeps every failure reproducible
-		// from its input alone.
 		env := openEnv(t, 0)
-		dbi := openDB(t, env, "fuzz", DupSort)
-		next := func() byte {
-			if len(prog) == 0 {
-				return 0
-			}
-			b := prog[0]
-			prog = prog[1:]
-			return b
-		}
-		item := func() []byte { // short keys and values from a tiny alphabet
-			n := int(next() % 4)
-			out := make([]byte, n)
-			for i := range out {
-				out[i] = 'a' + next()%3
-			}
-			return out
-		}
-		flagsFrom := func(b byte) uint {
-			all := []uint{NoOverwrite, NoDupData, Current, Append, AppendDup}
-			var fl uint
-			for i, v := range all {
-				if b&(1<<i) != 0 {
-					fl |= v
-				}
-			}
-			return fl
-		}
-		err := env.Update(func(txn *Txn) error {
-			cur, err := txn.OpenCursor(dbi)
-			if err != nil {
-				return err
-			}
-			for len(prog) > 0 {
-				switch next() % 8 {
-				case 0:
-					cur.Get(item(), item(), uint(next()%20))
-				case 1:
-					cur.Put(item(), item(), flagsFrom(next()))
-				case 2:
-					cur.Del(uint(next()&1) * NoDupData)
-				case 3:
-					txn.Put(dbi, item(), item(), flagsFrom(next()))
-				case 4:
-					txn.Del(dbi, item(), item())
-				case 5:
-					txn.Get(dbi, item())
-				case 6:
-					cur.Count()
-				case 7:
-					txn.Sub(func(sub *Txn) error {
-						sub.Put(dbi, item(), item(), 0)
-						if next()&1 == 0 {
-							return errRollback
-						}
-						return nil
-					})
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatalf("update: %v", err)
-		}
-		mustView(t, env, func(txn *Txn) error {
-			if err := txn.Check(); err != nil {
-				t.Fatalf("Check: %v", err)
-			}
-			st, err := txn.Stat(dbi)
-			if err != nil {
-				return err
-			}
-			cur, err := txn.OpenCursor(dbi)
-			if err != nil {
-				return err
-			}
-			defer cur.Close()
-			n := uint64(0)
-			for _, _, err := cur.Get(nil, nil, First); err == nil; _, _, err = cur.Get(nil, nil, Next) {
-				n++
-			}
-			if n != st.Entries {
-				t.Fatalf("scan counted %d items, Stat says %d", n, st.Entries)
-			}
-			return nil
-		})
+		runCursorProgram(t, env, openDB(t, env, "fuzz", DupSort), prog)
 	})
+}
+
+// TestRandomCursorPrograms runs many seeded random cursor programs one
+// after another on the same database, so that state (sub-databases, free
+// pages) builds up between them. The seed and program number identify a
+// failure.
+func TestRandomCursorPrograms(t *testing.T) {
+	seed := int64(os.Getpid()) + 13
+	if s := os.Getenv("DLMDB_MODEL_SEED"); s != "" {
+		seed, _ = strconv.ParseInt(s, 10, 64)
+	}
+	t.Logf("seed %d (replay with DLMDB_MODEL_SEED=%d)", seed, seed)
+	rng := rand.New(rand.NewSource(seed))
+	env := openEnv(t, 0)
+	dbi := openDB(t, env, "programs", DupSort)
+	for i := 0; i < 300*testScale(); i++ {
+		prog := make([]byte, rng.Intn(200))
+		rng.Read(prog)
+		t.Run(fmt.Sprint("program", i), func(t *testing.T) {
+			runCursorProgram(t, env, dbi, prog)
+		})
+		if t.Failed() {
+			t.Fatalf("program %d failed: %x", i, prog)
+		}
+	}
 }

@@ -258,6 +258,22 @@ static void dup_op(uint64_t *s, MDB_txn *txn, MDB_dbi dbi, poracle *o, MDB_curso
 	}
 }
 
+static void compare_all(MDB_txn *txn, MDB_dbi dbi, oracle *o);
+static void compare_dups(MDB_txn *txn, MDB_dbi dbi, poracle *o);
+static void trace_check(MDB_txn *txn, const char *where);
+static void trace_all(MDB_txn *txn, MDB_dbi *dbi, oracle *orc, poracle *pd, const char *where)
+{
+	int before = tu_failures;
+	trace_check(txn, where);
+	for (int d = 0; d < NDB; d++)
+		compare_all(txn, dbi[d], &orc[d]);
+	compare_dups(txn, dbi[NDB], pd);
+	if (tu_failures != before) {
+		fprintf(stderr, "  DIVERGED %s\n", where);
+		exit(1);
+	}
+}
+
 static void compare_dups(MDB_txn *txn, MDB_dbi dbi, poracle *o)
 {
 	MDB_cursor *c;
@@ -383,6 +399,14 @@ static void run_check(MDB_txn *txn)
 
 static long ops_done;
 static int tracing;
+
+/* debugging aid (RAND_STEP=n): audit the tree after every operation */
+static void trace_check(MDB_txn *txn, const char *where)
+{
+	char msg[256];
+	if (mdb_txn_check(txn, msg, sizeof msg))
+		fprintf(stderr, "  CHECK FAILED %s: %s\n", where, msg);
+}
 
 /* One random operation inside txn. */
 static void random_op(uint64_t *s, MDB_txn *txn, MDB_dbi *dbi, oracle *orc, MDB_cursor **curs)
@@ -537,7 +561,9 @@ static void run_seed(uint64_t seed, long steps)
 	for (long step = 0; step < steps && !tu_failures; step++) {
 		if (getenv("RAND_FULL"))
 			fprintf(stderr, "step %ld\n", step);
-		tracing = getenv("RAND_STEP") && atol(getenv("RAND_STEP")) == step;
+		tracing = getenv("RAND_STEP") && step >= atol(getenv("RAND_STEP"));
+		if (tracing)
+			fprintf(stderr, "step %ld\n", step);
 		for (int d = 0; d < NDB; d++)
 			ocopy(&saved[d], &orc[d]);
 		pcopy(&pdsaved, &pd);
@@ -550,7 +576,11 @@ static void run_seed(uint64_t seed, long steps)
 		unsigned nops = 1 + tu_below(&s, 150);
 		for (unsigned i = 0; i < nops; i++) {
 			random_op(&s, txn, dbi, orc, curs);
+			if (tracing)
+				trace_all(txn, dbi, orc, &pd, "after random_op");
 			dup_op(&s, txn, dbi[NDB], &pd, dcur);
+			if (tracing)
+				trace_all(txn, dbi, orc, &pd, "after dup_op");
 		}
 		if (tu_below(&s, 4) == 0) {
 			/* nested child */

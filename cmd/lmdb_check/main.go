@@ -4,10 +4,12 @@ the engine's checker (Env.Check): every page reachable from the newest
 snapshot is visited and its kind, bounds, key order and ownership are
 checked, and the free list is reconciled with the pages in use.
 
-	lmdb_check [-V] [-n] [-q] [-a|-s name] path
+	lmdb_check [-V] [-n] [-q] [-w] [-a|-s name] path
 
 	-a  also print the statistics of every named database
 	-s  also print the statistics of one named database
+	-w  also walk every record of every database with a cursor and
+	    compare the count with the entry count the database records
 	-q  print nothing on success
 	-n  the environment is a single file, not a directory
 
@@ -26,7 +28,7 @@ import (
 	"github.com/dlmdb/dlmdb-go/lmdb"
 )
 
-const usage = "usage: lmdb_check [-V] [-n] [-q] [-a|-s name] path"
+const usage = "usage: lmdb_check [-V] [-n] [-q] [-w] [-a|-s name] path"
 
 func main() { toolutil.Main("lmdb_check", run) }
 
@@ -34,20 +36,21 @@ type config struct {
 	path     string
 	envFlags uint
 	quiet    bool
+	walk     bool
 	all      bool
 	name     string
 	named    bool
 }
 
 func parseArgs(args []string) (*config, bool, error) {
-	o, err := toolutil.Parse("anqs:V", args, usage)
+	o, err := toolutil.Parse("anqs:wV", args, usage)
 	if err != nil {
 		return nil, false, err
 	}
 	if o.Has('V') {
 		return nil, true, nil
 	}
-	c := &config{quiet: o.Has('q'), all: o.Has('a')}
+	c := &config{quiet: o.Has('q'), walk: o.Has('w'), all: o.Has('a')}
 	c.name, c.named = o.Value('s')
 	if o.Has('n') {
 		c.envFlags |= lmdb.NoSubdir
@@ -81,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 		}
 	}()
 	maxDBs := 0
-	if c.all || c.named {
+	if c.all || c.named || c.walk {
 		maxDBs = 4
 	}
 	env, err := toolutil.OpenEnv(c.path, c.envFlags|lmdb.Readonly, maxDBs)
@@ -91,9 +94,13 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 	defer env.Close()
 
 	return env.View(func(txn *lmdb.Txn) error {
+		txn.RawRead = true
 		stop := toolutil.Ticker(stderr, "lmdb_check", nil)
 		cerr := txn.Check()
 		stop()
+		if cerr == nil && c.walk {
+			cerr = walkAll(env, txn, stderr)
+		}
 		if cerr != nil {
 			return fmt.Errorf("%s: %w: %w", c.path, ErrDamaged, cerr)
 		}
@@ -120,7 +127,7 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 			}
 			return printStat(w, txn, dbi, fmt.Sprintf("database %q", c.name))
 		case c.all:
-			_, err := toolutil.ForEachDB(env, txn, func(name string, dbi lmdb.DBI) error {
+			_, err := toolutil.ForEachDB(env, txn, toolutil.Warner(stderr, "lmdb_check"), func(name string, dbi lmdb.DBI) error {
 				return printStat(w, txn, dbi, fmt.Sprintf("database %q", name))
 			})
 			return err
@@ -137,4 +144,54 @@ func printStat(w io.Writer, txn *lmdb.Txn, dbi lmdb.DBI, title string) error {
 	_, err = fmt.Fprintf(w, "  %s: %d entries, depth %d, %d branch, %d leaf, %d overflow pages\n",
 		title, st.Entries, st.Depth, st.BranchPages, st.LeafPages, st.OverflowPages)
 	return err
+}
+
+// errCountMismatch reports a database whose records do not add up to the
+// entry count it stores.
+var errCountMismatch = errors.New("entry count does not match the records")
+
+// walkAll counts the records of the main database and of every named
+// database with a cursor and compares each total with Stat's entry count.
+func walkAll(env *lmdb.Env, txn *lmdb.Txn, stderr io.Writer) error {
+	prog := toolutil.NewProgress(stderr, "lmdb_check", "records walked")
+	defer prog.Done()
+	root, err := txn.OpenRoot(0)
+	if err != nil {
+		return err
+	}
+	if err := walkOne(txn, root, "main database", prog); err != nil {
+		return err
+	}
+	_, err = toolutil.ForEachDB(env, txn, toolutil.Warner(stderr, "lmdb_check"), func(name string, dbi lmdb.DBI) error {
+		return walkOne(txn, dbi, fmt.Sprintf("database %q", name), prog)
+	})
+	return err
+}
+
+func walkOne(txn *lmdb.Txn, dbi lmdb.DBI, title string, prog *toolutil.Progress) error {
+	st, err := txn.Stat(dbi)
+	if err != nil {
+		return err
+	}
+	cur, err := txn.OpenCursor(dbi)
+	if err != nil {
+		return err
+	}
+	defer cur.Close()
+	var n uint64
+	for op := uint(lmdb.First); ; op = lmdb.Next {
+		_, _, err := cur.Get(nil, nil, op)
+		if lmdb.IsNotFound(err) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("%s: walking record %d: %w", title, n, err)
+		}
+		n++
+		prog.Add(1)
+	}
+	if n != st.Entries {
+		return fmt.Errorf("%s: %w: %d records walked, %d recorded", title, errCountMismatch, n, st.Entries)
+	}
+	return nil
 }

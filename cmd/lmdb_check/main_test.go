@@ -50,6 +50,10 @@ func TestCheckCleanEnvironment(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	out, err = runCheck("-w", "-q", dir)
+	if err != nil || out != "" {
+		t.Errorf("-w -q: output %q, error %v", out, err)
+	}
 	out, err = runCheck("-q", "-s", "dups", dir)
 	if err != nil || out != "" {
 		t.Errorf("-q: output %q, error %v", out, err)
@@ -132,5 +136,42 @@ func TestCheckUsage(t *testing.T) {
 	}
 	if _, err := runCheck(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Error("missing environment accepted")
+	}
+}
+
+// TestCheckDamagedEntryCount changes the entry count stored in a named
+// database's record: the pages themselves stay intact.
+func TestCheckDamagedEntryCount(t *testing.T) {
+	dir, dbs := compactFixture(t)
+	var record []byte
+	for _, p := range tooltest.ReadMain(t, dir, 0) {
+		if string(p.Key) == dbs[0].Name {
+			record = p.Val
+		}
+	}
+	if len(record) != 48 {
+		t.Fatalf("record of %s is %d bytes", dbs[0].Name, len(record))
+	}
+	const entriesOff = 32 // pad(4) flags(2) depth(2) branch(8) leaf(8) overflow(8)
+	if got := binary.LittleEndian.Uint64(record[entriesOff:]); got != uint64(len(dbs[0].Pairs)) {
+		t.Fatalf("record layout: entries field holds %d, want %d", got, len(dbs[0].Pairs))
+	}
+	path := tooltest.DataFile(dir)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Count(data, record) != 1 {
+		t.Fatalf("the record occurs %d times in the file", bytes.Count(data, record))
+	}
+	at := bytes.Index(data, record) + entriesOff
+	binary.LittleEndian.PutUint64(data[at:], uint64(len(dbs[0].Pairs)+5))
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runCheck("-w", dir)
+	t.Logf("damaged entry count: %v", err)
+	if !errors.Is(err, ErrDamaged) {
+		t.Errorf("wrong entry count not detected: %v", err)
 	}
 }

@@ -113,13 +113,14 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 	d := &dumper{w: bw, printable: c.printable, prog: prog}
 	return env.View(func(txn *lmdb.Txn) error {
 		txn.RawRead = true
-		d.info, err = env.Info()
+		info, err := env.Info()
 		if err != nil {
 			return err
 		}
+		d.info = info
 		switch {
 		case c.all:
-			return dumpAll(env, txn, d, c)
+			return dumpAll(env, txn, d, c, stderr)
 		case c.named:
 			dbi, err := txn.OpenDBI(c.name, 0)
 			if err != nil {
@@ -140,8 +141,8 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 // database has no key that could name a database.
 var errNoDatabases = errors.New("the environment does not contain named databases")
 
-func dumpAll(env *lmdb.Env, txn *lmdb.Txn, d *dumper, c *config) error {
-	n, err := toolutil.ForEachDB(env, txn, func(name string, dbi lmdb.DBI) error {
+func dumpAll(env *lmdb.Env, txn *lmdb.Txn, d *dumper, c *config, stderr io.Writer) error {
+	n, err := toolutil.ForEachDB(env, txn, toolutil.Warner(stderr, "lmdb_dump"), func(name string, dbi lmdb.DBI) error {
 		if c.list {
 			_, err := fmt.Fprintln(d.w, name)
 			return err

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	stock "github.com/PowerDNS/lmdb-go/lmdb"
 	"github.com/dlmdb/dlmdb-go/internal/toolutil/tooltest"
+	"github.com/dlmdb/dlmdb-go/lmdb"
 )
 
 // dump runs the tool in-process and returns its standard output.
@@ -165,5 +167,176 @@ func TestDumpErrors(t *testing.T) {
 	}
 	if _, err := dump(t, filepath.Join(empty, "missing")); err == nil {
 		t.Error("missing environment accepted")
+	}
+}
+
+// TestDumpDupFixed covers a database flag our engine may not support yet:
+// the dump must then fail (or, with -a, warn about the database it leaves
+// out) instead of printing wrong data.
+func TestDumpDupFixed(t *testing.T) {
+	dir := t.TempDir()
+	db := tooltest.FixedDups()
+	tooltest.Build(t, dir, []tooltest.DB{db})
+	facts := tooltest.Facts(t, dir, 0)
+	want := tooltest.Section(facts, &db.Name, db.Flags, tooltest.Sorted(db), false)
+
+	got, err := dump(t, "-s", db.Name, dir)
+	if err == nil {
+		if got != want {
+			t.Errorf("-s %s: %s", db.Name, firstDiff(got, want))
+		}
+	} else {
+		if !errors.Is(err, lmdb.Incompatible) {
+			t.Errorf("-s %s failed with %v; only Incompatible (unsupported) is acceptable", db.Name, err)
+		}
+		t.Logf("engine refuses DupFixed: %v", err)
+	}
+
+	var out, errOut bytes.Buffer
+	err = run([]string{"-a", dir}, &out, &errOut)
+	switch {
+	case err != nil:
+		t.Errorf("-a: %v", err)
+	case out.String() == want:
+		if errOut.Len() != 0 {
+			t.Errorf("-a succeeded but warned: %s", errOut.String())
+		}
+	case out.Len() == 0:
+		if !strings.Contains(errOut.String(), `"fixed"`) {
+			t.Errorf("-a left the database out without a warning (stderr %q)", errOut.String())
+		}
+	default:
+		t.Errorf("-a printed wrong data: %s", firstDiff(out.String(), want))
+	}
+}
+
+// buildWithOurEngine writes dbs with this module's engine (not stock
+// LMDB), so that dumping files our engine laid out is covered too.
+func buildWithOurEngine(t *testing.T, dir string, dbs []tooltest.DB) {
+	t.Helper()
+	env, err := lmdb.NewEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	if err := env.SetMaxDBs(16); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.SetMapSize(1 << 24); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Open(dir, 0, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = env.Update(func(txn *lmdb.Txn) error {
+		for _, db := range dbs {
+			dbi, err := txn.OpenDBI(db.Name, db.Flags|lmdb.Create)
+			if err != nil {
+				return err
+			}
+			// Insert in reverse so the engine really has to sort.
+			for i := len(db.Pairs) - 1; i >= 0; i-- {
+				if err := txn.Put(dbi, db.Pairs[i].Key, db.Pairs[i].Val, 0); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDumpOfOurEnginesFiles(t *testing.T) {
+	dir := t.TempDir()
+	dbs := append(tooltest.Fixture(), tooltest.FixedDups())
+	buildWithOurEngine(t, dir, dbs)
+	// The data file is what this test is about. Our engine's lock file is
+	// sized differently from stock's (256-byte header vs 192), and stock
+	// LMDB derives maxreaders from an existing lock file's size, so on a
+	// lock file our engine left behind stock reports 128 readers where we
+	// report the configured 126 (reported to ENGINE/lead). Drop the lock
+	// file so both engines start from their own.
+	if err := os.Remove(filepath.Join(dir, "lock.mdb")); err != nil {
+		t.Fatal(err)
+	}
+	facts := tooltest.Facts(t, dir, 0) // stock LMDB's view of the same file
+	for _, printable := range []bool{false, true} {
+		args := []string{"-a", dir}
+		if printable {
+			args = []string{"-ap", dir}
+		}
+		got, err := dump(t, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := tooltest.ExpectedDumpAll(facts, dbs, printable); got != want {
+			t.Errorf("%v: %s", args, firstDiff(got, want))
+		}
+	}
+}
+
+// TestDumpAllSkipsPlainMainKeys: keys of the main database that do not name
+// a database are left out of -a and -l, as by mdb_dump; one whose value has
+// a database record's size is reported on stderr.
+func TestDumpAllSkipsPlainMainKeys(t *testing.T) {
+	dir := t.TempDir()
+	named := tooltest.DB{Name: "n", Pairs: []tooltest.Pair{{Key: []byte("k"), Val: []byte("v")}}}
+	tooltest.Build(t, dir, []tooltest.DB{named})
+	func() {
+		env, err := stock.NewEnv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer env.Close()
+		if err := env.Open(dir, 0, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err = env.Update(func(txn *stock.Txn) error {
+			root, err := txn.OpenRoot(0)
+			if err != nil {
+				return err
+			}
+			if err := txn.Put(root, []byte("a-plain"), []byte("x"), 0); err != nil {
+				return err
+			}
+			if err := txn.Put(root, []byte("with\x00nul"), []byte("x"), 0); err != nil {
+				return err
+			}
+			return txn.Put(root, []byte("z-fake"), make([]byte, 48), 0)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}()
+	facts := tooltest.Facts(t, dir, 0)
+
+	var out, errOut bytes.Buffer
+	if err := run([]string{"-a", dir}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if want := tooltest.ExpectedDumpAll(facts, []tooltest.DB{named}, false); out.String() != want {
+		t.Errorf("-a: %s", firstDiff(out.String(), want))
+	}
+	if !strings.Contains(errOut.String(), `"z-fake"`) || strings.Contains(errOut.String(), "a-plain") {
+		t.Errorf("stderr %q: want a warning for z-fake only", errOut.String())
+	}
+	out.Reset()
+	if err := run([]string{"-l", dir}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "n\n" {
+		t.Errorf("-l printed %q, want %q", out.String(), "n\n")
+	}
+}
+
+func TestDumpVersion(t *testing.T) {
+	got, err := dump(t, "-V")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := lmdb.VersionString() + "\n"; got != want || len(got) < 2 {
+		t.Errorf("-V printed %q, want %q", got, want)
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/dlmdb/dlmdb-go/internal/toolutil"
@@ -94,7 +95,47 @@ func run(args []string, stdout, stderr io.Writer) error {
 		defer f.Close()
 		in = f
 	}
-	return load(c, in, stderr)
+	// A target that does not exist yet is created (the directory too), and
+	// removed again if the load fails, so a failed load leaves no trace.
+	dataFile, lockFile := c.path, c.path+"-lock"
+	createdDir := ""
+	if c.envFlags&lmdb.NoSubdir == 0 {
+		dataFile, lockFile = filepath.Join(c.path, "data.mdb"), filepath.Join(c.path, "lock.mdb")
+		if _, err := os.Stat(c.path); errors.Is(err, os.ErrNotExist) {
+			createdDir = topMissing(c.path)
+			if err := os.MkdirAll(c.path, 0o755); err != nil {
+				return err
+			}
+		}
+	}
+	_, statErr := os.Stat(dataFile)
+	fresh := errors.Is(statErr, os.ErrNotExist)
+	err = load(c, in, stderr)
+	if err != nil && fresh {
+		if createdDir != "" {
+			os.RemoveAll(createdDir)
+		} else {
+			os.Remove(dataFile)
+			os.Remove(lockFile)
+		}
+	}
+	return err
+}
+
+// topMissing returns the outermost directory of path that does not exist
+// yet (path itself if only it is missing).
+func topMissing(path string) string {
+	top := filepath.Clean(path)
+	for {
+		parent := filepath.Dir(top)
+		if parent == top {
+			return top
+		}
+		if _, err := os.Stat(parent); !errors.Is(err, os.ErrNotExist) {
+			return top
+		}
+		top = parent
+	}
 }
 
 // header is what one section's header says.
@@ -349,13 +390,21 @@ func load(c *config, in io.Reader, stderr io.Writer) error {
 			return err
 		}
 	}
-	if first != nil && first.mapSize > 0 {
-		if err := env.SetMapSize(first.mapSize); err != nil {
-			return err
-		}
-	}
 	if err := env.Open(c.path, c.envFlags, 0o644); err != nil {
 		return fmt.Errorf("%s: %w", c.path, err)
+	}
+	if first != nil && first.mapSize > 0 {
+		// A new environment takes the dump's map size, as with mdb_load;
+		// an existing one is only ever grown to it, never shrunk.
+		info, err := env.Info()
+		if err != nil {
+			return err
+		}
+		if info.LastTxnID == 0 || first.mapSize > info.MapSize {
+			if err := env.SetMapSize(first.mapSize); err != nil {
+				return err
+			}
+		}
 	}
 
 	for attempt := 0; ; attempt++ {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dlmdb/dlmdb-go/internal/toolutil/tooltest"
+	"github.com/dlmdb/dlmdb-go/lmdb"
 )
 
 func runLoad(t *testing.T, args ...string) error {
@@ -23,7 +24,7 @@ var smallFacts = tooltest.EnvFacts{MapSize: 1 << 20, MaxReaders: 126, PageSize: 
 
 func TestLoadRoundTripsExpectedDump(t *testing.T) {
 	work := t.TempDir()
-	dbs := tooltest.Fixture()
+	dbs := append(tooltest.Fixture(), tooltest.FixedDups())
 	for _, printable := range []bool{false, true} {
 		text := tooltest.ExpectedDumpAll(smallFacts, dbs, printable)
 		in := tooltest.WriteFile(t, work, fmt.Sprintf("dump-%v.txt", printable), text)
@@ -59,6 +60,8 @@ func TestLoadGrowsTheMap(t *testing.T) {
 		db.Pairs = append(db.Pairs, tooltest.Pair{Key: []byte(fmt.Sprintf("key%04d", i)),
 			Val: bytes.Repeat([]byte{byte(i), byte(i >> 3)}, 4000)})
 	}
+	// One value whose hex line (600 KB) is longer than the reader's buffer.
+	db.Pairs = append(db.Pairs, tooltest.Pair{Key: []byte("huge"), Val: bytes.Repeat([]byte("0123456789"), 30000)})
 	work := t.TempDir()
 	in := tooltest.WriteFile(t, work, "big.txt", tooltest.ExpectedDumpAll(smallFacts, []tooltest.DB{db}, false))
 	dst := filepath.Join(work, "env")
@@ -242,5 +245,81 @@ func TestLoadMainDatabase(t *testing.T) {
 	got := tooltest.ReadMain(t, dst, 0)
 	if ok, why := tooltest.Equal(got, tooltest.Sorted(tooltest.DB{Pairs: pairs})); !ok {
 		t.Error(why)
+	}
+}
+
+func TestLoadMapSize(t *testing.T) {
+	work := t.TempDir()
+	name := "m"
+	pairs := []tooltest.Pair{{Key: []byte("k"), Val: []byte("v")}}
+	facts := smallFacts
+	facts.MapSize = 3 << 20
+	in := tooltest.WriteFile(t, work, "m.txt", tooltest.Section(facts, &name, 0, pairs, false))
+	dst := filepath.Join(work, "env")
+	os.Mkdir(dst, 0o755)
+	if err := runLoad(t, "-f", in, dst); err != nil {
+		t.Fatal(err)
+	}
+	if got := tooltest.Facts(t, dst, 0).MapSize; got != facts.MapSize {
+		t.Errorf("new environment has map size %d, want the dump's %d", got, facts.MapSize)
+	}
+	// A dump with a smaller map does not shrink an existing environment.
+	facts.MapSize = 1 << 20
+	in2 := tooltest.WriteFile(t, work, "m2.txt", tooltest.Section(facts, &name, 0, pairs, false))
+	if err := runLoad(t, "-f", in2, dst); err != nil {
+		t.Fatal(err)
+	}
+	if got := tooltest.Facts(t, dst, 0).MapSize; got != 3<<20 {
+		t.Errorf("existing environment's map size became %d, want %d", got, 3<<20)
+	}
+}
+
+func TestLoadCreatesOnlyOnSuccess(t *testing.T) {
+	work := t.TempDir()
+	name := "c"
+	pairs := []tooltest.Pair{{Key: []byte("k"), Val: []byte("v")}}
+	good := tooltest.WriteFile(t, work, "good.txt", tooltest.Section(smallFacts, &name, 0, pairs, false))
+	bad := tooltest.WriteFile(t, work, "bad.txt", strings.Replace(
+		tooltest.Section(smallFacts, &name, 0, pairs, false), " 6b\n", " 6x\n", 1))
+
+	// An existing but empty directory stays, without environment files.
+	empty := filepath.Join(work, "empty")
+	os.Mkdir(empty, 0o755)
+	if err := runLoad(t, "-f", bad, empty); err == nil {
+		t.Error("bad input accepted")
+	}
+	if ents, err := os.ReadDir(empty); err != nil || len(ents) != 0 {
+		t.Errorf("failed load into an empty directory left %v (%v)", ents, err)
+	}
+
+	for _, nosub := range []bool{false, true} {
+		target := filepath.Join(work, fmt.Sprintf("new-%v", nosub), "deeper")
+		if nosub {
+			target = filepath.Join(work, "new.mdb")
+		}
+		args := func(in string) []string {
+			if nosub {
+				return []string{"-n", "-f", in, target}
+			}
+			return []string{"-f", in, target}
+		}
+		if err := runLoad(t, args(bad)...); err == nil || !strings.Contains(err.Error(), "line 9:") {
+			t.Errorf("nosubdir=%v: bad input: %v", nosub, err)
+		}
+		left := target
+		if !nosub {
+			left = filepath.Dir(target) // the tool created both levels
+		}
+		if _, err := os.Stat(left); !os.IsNotExist(err) {
+			t.Errorf("nosubdir=%v: failed load left %s behind (%v)", nosub, left, err)
+		}
+		if err := runLoad(t, args(good)...); err != nil {
+			t.Fatalf("nosubdir=%v: %v", nosub, err)
+		}
+		var flags uint
+		if nosub {
+			flags = lmdb.NoSubdir
+		}
+		tooltest.CheckContents(t, target, flags, []tooltest.DB{{Name: "c", Pairs: pairs}})
 	}
 }

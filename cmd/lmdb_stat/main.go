@@ -126,7 +126,7 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 		if !c.all {
 			return nil
 		}
-		_, err := toolutil.ForEachDB(env, txn, func(name string, dbi lmdb.DBI) error {
+		_, err := toolutil.ForEachDB(env, txn, toolutil.Warner(stderr, "lmdb_stat"), func(name string, dbi lmdb.DBI) error {
 			return printDBStat(w, txn, dbi, name)
 		})
 		return err
@@ -143,6 +143,9 @@ func printEnvInfo(w io.Writer, env *lmdb.Env) error {
 		return err
 	}
 	fmt.Fprintln(w, "Environment Info")
+	// Only a FixedMap environment records a map address; the tools never
+	// open one that way, so like mdb_stat on such files this is null.
+	fmt.Fprintln(w, "  Map address: (nil)")
 	fmt.Fprintf(w, "  Map size: %d\n", info.MapSize)
 	fmt.Fprintf(w, "  Page size: %d\n", st.PSize)
 	if st.PSize > 0 {

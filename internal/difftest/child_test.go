@@ -2,6 +2,7 @@ package difftest
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -94,4 +95,54 @@ func runChild(t *testing.T, role string, env ...string) string {
 		t.Fatalf("child %s (%s) failed: %v\n%s", role, strings.Join(env, " "), o.err, headLines(o.out, 40))
 	}
 	return o.out
+}
+
+// isolate runs the calling test's body in a child process (this binary,
+// -test.run=^Name$) unless it is that child. A crash of either engine —
+// stock LMDB asserts on some inputs, ours may have bugs — then fails this
+// test with the child's output instead of killing the whole test binary.
+// Usage: if isolate(t) { return }.
+func isolate(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv("DLMDB_DIFFTEST_INNER") == t.Name() {
+		return false
+	}
+	args := []string{"-test.run=^" + t.Name() + "$", "-test.v", "-test.count=1"}
+	flag.Visit(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Name, "difftest.") {
+			args = append(args, "-"+f.Name+"="+f.Value.String())
+		}
+	})
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "DLMDB_DIFFTEST_INNER="+t.Name())
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	s := out.String()
+	crashed := false
+	if ee, ok := err.(*exec.ExitError); ok {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			crashed = true
+		}
+		if strings.Contains(s, "\nSIG") || strings.Contains(s, "fatal error:") || strings.Contains(s, "Assertion") {
+			crashed = true
+		}
+	}
+	// pass the child's own log lines through
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, "    ") || strings.HasPrefix(l, "--- ") {
+			keep = append(keep, l)
+		}
+	}
+	switch {
+	case crashed:
+		t.Fatalf("the test CRASHED in its child process (%v):\n%s", err, headLines(s, 60))
+	case err != nil:
+		t.Fatalf("failed in its child process (%v):\n%s", err, strings.Join(keep, "\n"))
+	case !strings.Contains(s, "--- PASS: "+t.Name()):
+		t.Fatalf("child did not report a pass:\n%s", headLines(s, 40))
+	}
+	t.Logf("ran in a child process:\n%s", strings.Join(keep, "\n"))
+	return true
 }

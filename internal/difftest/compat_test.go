@@ -194,6 +194,10 @@ func modelOrder(db compatDB, mm map[string][]byte) []string {
 // compatVerify opens dir with eng read-only and checks that it holds exactly m.
 func compatVerify(t *testing.T, eng engine, dir string, m compatModel, what string) {
 	t.Helper()
+	// the file itself, engine-independently: every page used exactly once
+	if probs, info := walkEnv(dir); len(probs) > 0 {
+		t.Fatalf("%s: page accounting of the data file (%s): %v", what, info, probs)
+	}
 	env, err := eng.openEnv(dir, envOpts{mapSize: 128 << 20, maxDBs: 32, flags: fReadonly})
 	if err != nil {
 		t.Fatalf("%s: %s: %s cannot open: %v", what, dir, eng.name(), err)
@@ -310,6 +314,9 @@ func dumpTxnDB(eng engine, txn tTxn, dbi uint32) ([]kvPair, tStat, error) {
 }
 
 func TestFileCompat(t *testing.T) {
+	if isolate(t) {
+		return
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	seed := masterSeed(t)

@@ -284,6 +284,9 @@ func TestCrashSafety(t *testing.T) {
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
 			t.Fatalf("kill %d: child ended on its own (%v): %s\n%s", i, werr, strings.Join(out, "\n"), stderr.String())
 		}
+		if probs, info := walkEnv(dir); len(probs) > 0 {
+			t.Fatalf("kill %d: page accounting of the data file (%s): %v", i, info, probs)
+		}
 		got := crashVerify(t, dir, crashOpts())
 		if i%5 == 4 && subject.name() != "stock" {
 			// stock LMDB must see the same state in the killed engine's file

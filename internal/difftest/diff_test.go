@@ -766,10 +766,15 @@ func (s *side) apply(o op) (r result) {
 	// is used after another cursor or a txn-level write deleted duplicates
 	// under it, so there the harness always forgets the other cursors of a
 	// DB once it is written; elsewhere only when exploring (-difftest.tolerate=fixup).
-	if tolerated("fixup") && (o.kind == opCommitNested || o.kind == opAbortNested) && len(s.curs) > 0 {
-		// the parent's cursors after its child wrote: same class of differences
+	if (o.kind == opCommitNested || o.kind == opAbortNested) && len(s.curs) > 0 {
+		// The parent's cursors after its child wrote. In DUPSORT DBs stock
+		// LMDB gets this wrong (a parent cursor's Del after the child added a
+		// duplicate left Stat.Entries one too high), so those are always
+		// forgotten; the rest only when exploring.
 		for db := range diffDBs {
-			s.forgetCursors(db)
+			if tolerated("fixup") || isDup(db) {
+				s.forgetCursors(db)
+			}
 		}
 	}
 	if (tolerated("fixup") || isDup(o.db)) && len(s.curs) > 0 {
@@ -1261,6 +1266,11 @@ func runOpsStats(base string, a, b engine, ops []op, flags uint, stats *opStats)
 	if err := sa.env.check(); err != nil {
 		return &mismatch{len(ops), "Check", fmt.Sprintf("%s: %v", a.name(), err)}, nil
 	}
+	for _, sd := range []*side{sa, sb} {
+		if probs, _ := walkEnv(sd.dir); len(probs) > 0 {
+			return &mismatch{len(ops), "page accounting of the data file", fmt.Sprintf("%s: %v", sd.eng.name(), probs)}, nil
+		}
+	}
 	if stats != nil {
 		la, erra := sa.env.lastPgno()
 		lb, errb := sb.env.lastPgno()
@@ -1300,12 +1310,18 @@ func shrink(base string, a, b engine, ops []op, flags uint, budget int) []op {
 }
 
 func TestDifferential(t *testing.T) {
+	if isolate(t) {
+		return
+	}
 	differential(t, genOps, 400000)
 }
 
 // TestDifferentialDupSort: the same with sorted-duplicate DBs (DUPSORT,
 // DUPFIXED, INTEGERDUP, REVERSEDUP) and the duplicate cursor ops.
 func TestDifferentialDupSort(t *testing.T) {
+	if isolate(t) {
+		return
+	}
 	differential(t, genDupOps, 150000)
 }
 

@@ -7,11 +7,11 @@
 package toolutil
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -271,7 +271,11 @@ func HumanBytes(n int64) string {
 
 // HasNUL reports whether b contains a zero byte (such main-DB keys cannot
 // name a database).
-func HasNUL(b []byte) bool { return strings.IndexByte(string(b), 0) >= 0 }
+func HasNUL(b []byte) bool { return bytes.IndexByte(b, 0) >= 0 }
+
+// dbRecordSize is the size of a named database's record in the main
+// database (LMDB's MDB_db).
+const dbRecordSize = 48
 
 // ForEachDB walks the main database of txn in key order and calls fn with
 // every key that names a database, opened as dbi (closed again after fn
@@ -279,7 +283,12 @@ func HasNUL(b []byte) bool { return strings.IndexByte(string(b), 0) >= 0 }
 // zero byte, and keys whose record is not a database, are skipped, as LMDB's
 // utilities do. candidates counts the keys without a zero byte, which the
 // tools use to tell "no named databases" apart from "none could be opened".
-func ForEachDB(env *lmdb.Env, txn *lmdb.Txn, fn func(name string, dbi lmdb.DBI) error) (candidates int, err error) {
+//
+// A key whose value has the size of a database record (48 bytes) but which
+// cannot be opened is most likely a database this engine refuses (for
+// example one using a flag it does not support); it is still skipped, but
+// reported through warn (if not nil) so that it does not vanish silently.
+func ForEachDB(env *lmdb.Env, txn *lmdb.Txn, warn func(name string, err error), fn func(name string, dbi lmdb.DBI) error) (candidates int, err error) {
 	root, err := txn.OpenRoot(0)
 	if err != nil {
 		return 0, err
@@ -289,9 +298,13 @@ func ForEachDB(env *lmdb.Env, txn *lmdb.Txn, fn func(name string, dbi lmdb.DBI) 
 		return 0, err
 	}
 	defer cur.Close()
-	var names []string
+	type entry struct {
+		name     string
+		dbRecord bool
+	}
+	var names []entry
 	for op := uint(lmdb.First); ; op = lmdb.NextNoDup {
-		k, _, err := cur.Get(nil, nil, op)
+		k, v, err := cur.Get(nil, nil, op)
 		if lmdb.IsNotFound(err) {
 			break
 		}
@@ -302,11 +315,15 @@ func ForEachDB(env *lmdb.Env, txn *lmdb.Txn, fn func(name string, dbi lmdb.DBI) 
 			continue
 		}
 		candidates++
-		names = append(names, string(k))
+		names = append(names, entry{string(k), len(v) == dbRecordSize})
 	}
-	for _, name := range names {
+	for _, e := range names {
+		name := e.name
 		dbi, err := txn.OpenDBI(name, 0)
 		if errors.Is(err, lmdb.Incompatible) || lmdb.IsNotFound(err) {
+			if e.dbRecord && warn != nil {
+				warn(name, err)
+			}
 			continue
 		}
 		if err != nil {
@@ -319,4 +336,11 @@ func ForEachDB(env *lmdb.Env, txn *lmdb.Txn, fn func(name string, dbi lmdb.DBI) 
 		}
 	}
 	return candidates, nil
+}
+
+// Warner returns a ForEachDB warning function that prints to w.
+func Warner(w io.Writer, tool string) func(name string, err error) {
+	return func(name string, err error) {
+		fmt.Fprintf(w, "%s: warning: skipping %q, which looks like a database but cannot be opened: %v\n", tool, name, err)
+	}
 }

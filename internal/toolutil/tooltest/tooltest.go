@@ -105,13 +105,45 @@ func Fixture() []DB {
 	for i := 0; i < 30; i++ {
 		rev.Pairs = append(rev.Pairs, Pair{[]byte(fmt.Sprintf("%c-%d", 'a'+i%7, i)), []byte(fmt.Sprint(i * i))})
 	}
-	return []DB{alpha, beta, dups, rev}
+	ints := DB{Name: "ints", Flags: stock.IntegerKey}
+	for i := 0; i < 40; i++ {
+		k := make([]byte, 8)
+		binary.NativeEndian.PutUint64(k, uint64(i*i*7919)^uint64(i)<<40)
+		ints.Pairs = append(ints.Pairs, Pair{k, []byte(fmt.Sprintf("int %d", i))})
+	}
+	return []DB{alpha, beta, dups, rev, ints}
+}
+
+// FixedDups is a DupSort|DupFixed database with 4-byte values, kept out of
+// Fixture while our engine may still refuse DupFixed.
+func FixedDups() DB {
+	db := DB{Name: "fixed", Flags: stock.DupSort | stock.DupFixed}
+	for k := 0; k < 5; k++ {
+		for v := 0; v < 1+k*60; v++ {
+			val := make([]byte, 4)
+			binary.BigEndian.PutUint32(val, uint32(v*2654435761))
+			db.Pairs = append(db.Pairs, Pair{[]byte{'a' + byte(k)}, val})
+		}
+	}
+	return db
 }
 
 // Sorted returns the database's records in the order LMDB keeps them.
 func Sorted(db DB) []Pair {
 	out := slices.Clone(db.Pairs)
 	keyOrder := bytes.Compare
+	if db.Flags&stock.IntegerKey != 0 {
+		keyOrder = func(a, b []byte) int {
+			x, y := binary.NativeEndian.Uint64(a), binary.NativeEndian.Uint64(b)
+			switch {
+			case x < y:
+				return -1
+			case x > y:
+				return 1
+			}
+			return 0
+		}
+	}
 	if db.Flags&stock.ReverseKey != 0 {
 		keyOrder = func(a, b []byte) int {
 			ra, rb := slices.Clone(a), slices.Clone(b)
@@ -149,8 +181,8 @@ func Build(t testing.TB, dir string, dbs []DB) {
 			}
 			// Scratch records, removed in a later transaction.
 			for i := 0; i < 50; i++ {
-				if err := txn.Put(dbi, []byte(fmt.Sprintf("~scratch%03d", i)), make([]byte, 100), 0); err != nil {
-					return err
+				if err := txn.Put(dbi, scratchKey(db, i), scratchVal(db), 0); err != nil {
+					return fmt.Errorf("scratch record %d of %s: %w", i, db.Name, err)
 				}
 			}
 			return nil
@@ -166,7 +198,7 @@ func Build(t testing.TB, dir string, dbs []DB) {
 			for i := 0; i < 50; i++ {
 				// lmdb-go passes a nil value as an empty one, which in a
 				// DupSort database names the (key, "") pair: give the value.
-				if err := txn.Del(dbi, []byte(fmt.Sprintf("~scratch%03d", i)), make([]byte, 100)); err != nil {
+				if err := txn.Del(dbi, scratchKey(db, i), scratchVal(db)); err != nil {
 					return fmt.Errorf("deleting scratch record %d of %s: %w", i, db.Name, err)
 				}
 			}
@@ -176,6 +208,26 @@ func Build(t testing.TB, dir string, dbs []DB) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// scratchKey is the key of the i'th temporary record Build adds to db (an
+// 8-byte integer beyond the fixture's keys for IntegerKey databases).
+func scratchKey(db DB, i int) []byte {
+	if db.Flags&stock.IntegerKey != 0 {
+		k := make([]byte, 8)
+		binary.NativeEndian.PutUint64(k, 1<<63+uint64(i))
+		return k
+	}
+	return []byte(fmt.Sprintf("~scratch%03d", i))
+}
+
+// scratchVal is the value of every temporary record: as long as the
+// fixture's values in a DupFixed database, 100 bytes otherwise.
+func scratchVal(db DB) []byte {
+	if db.Flags&stock.DupFixed != 0 && len(db.Pairs) > 0 {
+		return make([]byte, len(db.Pairs[0].Val))
+	}
+	return make([]byte, 100)
 }
 
 func openStock(t testing.TB, path string, flags uint, mapSize int64) *stock.Env {
