@@ -217,6 +217,9 @@ int dlmdb_cur_last(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 	int rc = dlmdb_search_root(mc, NULL, DL_SEARCH_LAST);
 	if (rc)
 		return rc;
+	/* as LMDB: LAST sets the EOF mark (it survives a delete, so NEXT
+	 * then still reports the end of this page) */
+	mc->c_flags |= DL_C_EOF;
 	return dlmdb_cur_fetch(mc, key, data);
 }
 
@@ -256,8 +259,11 @@ int dlmdb_cur_next(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op
 
 int dlmdb_cur_prev(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 {
-	if (!(mc->c_flags & DL_C_INIT) || mc->c_depth == 0)
-		return dlmdb_cur_last(mc, key, data);
+	if (!(mc->c_flags & DL_C_INIT) || mc->c_depth == 0) {
+		int rc = dlmdb_cur_last(mc, key, data);
+		mc->c_flags &= ~DL_C_EOF;	/* PREV clears it, as in LMDB */
+		return rc;
+	}
 	mc->c_flags &= ~(DL_C_DEL | DL_C_EOF);
 	if (mc->c_ki[mc->c_top] > 0) {
 		mc->c_ki[mc->c_top]--;
@@ -443,6 +449,11 @@ void mdb_cursor_close(MDB_cursor *mc)
 	if (!mc)
 		return;
 	if (mc->c_tracked && mc->c_txn) {
+		/* children running under its txn must not restore it later */
+		for (MDB_txn *ch = mc->c_txn->t_child; ch; ch = ch->t_child)
+			for (size_t i = 0; i < ch->t_ncurbak; i++)
+				if (ch->t_curbak[i].b_cur == mc)
+					ch->t_curbak[i].b_cur = NULL;
 		MDB_cursor **pp = &mc->c_txn->t_cursors;
 		while (*pp && *pp != mc)
 			pp = &(*pp)->c_next;

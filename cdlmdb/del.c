@@ -1,13 +1,19 @@
 /*
  * del.c - deleting items, rebalancing after a delete, freeing whole trees.
  *
- * Rebalancing is merge-only: a page that fell below 25% use (or below its
- * minimum node count) is merged with an adjacent sibling when both fit in
- * one page; empty pages are unlinked; a root branch with a single child is
- * replaced by that child.  Separator keys are never rewritten: after a
- * delete a separator may be smaller than the first key of its subtree,
- * which keeps the search invariant (separator <= every key on its right,
- * > every key on its left).  A page that cannot be merged stays underfull.
+ * Rebalancing follows stock LMDB's policy so that both engines end up with
+ * the same pages (cursor results at page ends depend on it): a leaf below
+ * 25% use (per mille of the usable bytes) or a branch with fewer than two
+ * children is fixed; a leaf first tries to take one item from its left
+ * neighbour (right one for a leftmost leaf) when that one is at least 25%
+ * full and has more than one item, otherwise it is merged with it when
+ * both fit in one page; empty pages are unlinked; a root branch with a
+ * single child is replaced by that child.  A separator is rewritten only
+ * when an item is borrowed (to the new first key of the page that changed);
+ * otherwise, after a delete, a separator may be smaller than the first key
+ * of its subtree, which keeps the search invariant (separator <= every key
+ * on its right, > every key on its left), as in LMDB.  A page that cannot
+ * be merged stays underfull.
  */
 #include "internal.h"
 
@@ -38,13 +44,17 @@ static int drop_page(MDB_cursor *mc, dl_page *p)
  * txn) becomes unpositioned, even if items are added again later. */
 void dlmdb_cursors_forget(MDB_txn *txn, MDB_dbi dbi)
 {
-	for (MDB_cursor *c = txn->t_cursors; c; c = c->c_next) {
-		if (c->c_dbi != dbi)
-			continue;
-		c->c_flags = 0;
-		c->c_depth = 0;
-		if (c->c_sub)
-			c->c_sub->x_c.c_flags = 0;
+	/* the enclosing txns' cursors too: in LMDB they live on in the child
+	 * (an abort restores them, see dl_curbak) */
+	for (MDB_txn *t = txn; t; t = t->t_parent) {
+		for (MDB_cursor *c = t->t_cursors; c; c = c->c_next) {
+			if (c->c_dbi != dbi)
+				continue;
+			c->c_flags = 0;
+			c->c_depth = 0;
+			if (c->c_sub)
+				c->c_sub->x_c.c_flags = 0;
+		}
 	}
 	txn->t_dbstate[dbi] |= DL_DBS_EMPTIED;
 }
@@ -64,7 +74,6 @@ static unsigned fill_permille(const dl_page *p, size_t cap)
  */
 static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
 {
-	if (getenv("XX_NOBORROW")) return 0;
 	MDB_txn *txn = mc->c_txn;
 	size_t cap = txn->t_env->e_psize - DL_PAGEHDR;
 	dl_page *p = mc->c_pg[level], *parent = mc->c_pg[level - 1], *sib, *nsib;
@@ -263,6 +272,87 @@ static int reanchor_others(MDB_cursor *mc)
 			return rc;
 		dlmdb_cursor_save(c);
 	}
+	if (!mc->c_txn->t_parent || (mc->c_db->d_flags & MDB_DUPSORT))
+		return 0;
+	/* cursors of enclosing txns (saved by key, cannot re-seek in this
+	 * txn's tree): give them the anchor mc itself now has */
+	MDB_cursor anchor = *mc;
+	anchor.c_sub = NULL;
+	anchor.c_flags &= ~DL_C_SAVED;
+	dlmdb_cursor_save(&anchor);
+	for (MDB_txn *t = mc->c_txn->t_parent; t; t = t->t_parent) {
+		for (MDB_cursor *c = t->t_cursors; c; c = c->c_next) {
+			if (c->c_dbi != mc->c_dbi ||
+			    (c->c_flags & (DL_C_INIT | DL_C_SAVED | DL_C_PAST)) != (DL_C_INIT | DL_C_SAVED))
+				continue;
+			if (c->c_savedlen != mc->c_savedlen || memcmp(c->c_saved, mc->c_saved, c->c_savedlen))
+				continue;
+			c->c_flags = anchor.c_flags;
+			c->c_savedlen = anchor.c_savedlen;
+			memcpy(c->c_saved, anchor.c_saved, anchor.c_savedlen);
+		}
+	}
+	return 0;
+}
+
+#define DL_MAX_PAST 16
+
+/* Other cursors (also of enclosing txns) standing past the end of the leaf
+ * whose keys span [lo, hi]: their saved key is that leaf's last key. */
+static unsigned collect_past(MDB_cursor *mc, const MDB_val *lo, const MDB_val *hi, MDB_cursor **out)
+{
+	unsigned n = 0;
+	for (MDB_txn *t = mc->c_txn; t; t = t->t_parent) {
+		for (MDB_cursor *c = t->t_cursors; c && n < DL_MAX_PAST; c = c->c_next) {
+			unsigned want = DL_C_INIT | DL_C_SAVED | DL_C_PAST;
+			if (c == mc || c->c_dbi != mc->c_dbi || (c->c_flags & want) != want)
+				continue;
+			MDB_val s = {c->c_savedlen, c->c_saved};
+			if (mc->c_dbx->x_cmp(&s, lo) >= 0 && mc->c_dbx->x_cmp(&s, hi) <= 0)
+				out[n++] = c;
+		}
+	}
+	return n;
+}
+
+/*
+ * LMDB moves a cursor that stood past the end of the leaf an item was
+ * deleted from to the first item of the next leaf (or leaves it past the
+ * end with EOF when there is none), whatever merging happened: i.e. onto
+ * the first key above the leaf's old last key `top`.
+ */
+static int move_past(MDB_cursor *mc, const MDB_val *top, MDB_cursor **past, unsigned n)
+{
+	MDB_cursor tmp;
+	MDB_val k = *top;
+	dlmdb_cursor_setup(&tmp, mc->c_txn, mc->c_dbi);
+	tmp.c_db = mc->c_db;
+	tmp.c_dbx = mc->c_dbx;
+	int rc = dlmdb_cursor_seek(&tmp, &k, NULL, MDB_SET_RANGE);
+	if (rc == 0) {
+		MDB_val at;
+		dlmdb_node_keyval(tmp.c_pg[tmp.c_top], tmp.c_ki[tmp.c_top], &at);
+		if (mc->c_dbx->x_cmp(&at, top) == 0)
+			rc = dlmdb_cur_next(&tmp, NULL, NULL, MDB_NEXT);
+	}
+	if (rc == MDB_NOTFOUND) {
+		if ((rc = dlmdb_search_root(&tmp, NULL, DL_SEARCH_LAST)))
+			return rc == MDB_NOTFOUND ? 0 : rc;
+		tmp.c_ki[tmp.c_top] = (indx_t)dl_pg_nkeys(tmp.c_pg[tmp.c_top]);
+		tmp.c_flags = DL_C_INIT | DL_C_EOF;
+	} else if (rc) {
+		return rc;
+	} else {
+		tmp.c_flags = DL_C_INIT;
+	}
+	dlmdb_cursor_save(&tmp);
+	for (unsigned i = 0; i < n; i++) {
+		if (!(past[i]->c_flags & DL_C_INIT))
+			continue;	/* the DB became empty */
+		past[i]->c_flags = tmp.c_flags;
+		past[i]->c_savedlen = tmp.c_savedlen;
+		memcpy(past[i]->c_saved, tmp.c_saved, tmp.c_savedlen);
+	}
 	return 0;
 }
 
@@ -281,6 +371,18 @@ int dlmdb_tree_del_current(MDB_cursor *mc, int allow_tree)
 	dlmdb_txn_changed(txn, mc);
 	memcpy(mc->c_saved, curkey.mv_data, curkey.mv_size);
 	mc->c_savedlen = curkey.mv_size;
+	MDB_cursor *past[DL_MAX_PAST];
+	unsigned npast = 0;
+	unsigned char topbuf[DL_MAXKEY + 1];
+	MDB_val top = {0, topbuf};
+	if (!mc->c_owner && !(mc->c_db->d_flags & MDB_DUPSORT) && !dl_pg_is_leaf2(leaf)) {
+		MDB_val lo, hi;
+		dlmdb_node_keyval(leaf, 0, &lo);
+		dlmdb_node_keyval(leaf, dl_pg_nkeys(leaf) - 1, &hi);
+		top.mv_size = hi.mv_size;
+		memcpy(topbuf, hi.mv_data, hi.mv_size);
+		npast = collect_past(mc, &lo, &hi, past);
+	}
 	int rc = dlmdb_cursor_touch(mc);
 	if (rc)
 		return rc;
@@ -299,6 +401,8 @@ int dlmdb_tree_del_current(MDB_cursor *mc, int allow_tree)
 	if ((rc = dlmdb_cursor_revalidate(mc)))
 		return DL_TXN_FAIL(txn, rc);
 	if (!mc->c_owner && (rc = reanchor_others(mc)))
+		return DL_TXN_FAIL(txn, rc);
+	if (npast && mc->c_db->d_root != DL_NO_PAGE && (rc = move_past(mc, &top, past, npast)))
 		return DL_TXN_FAIL(txn, rc);
 	txn->t_gen++;
 	return 0;

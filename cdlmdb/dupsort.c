@@ -213,12 +213,15 @@ int dlmdb_dup_get(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
 		if (mc->c_ki[mc->c_top] < dl_pg_nkeys(mc->c_pg[mc->c_top])) {
 			if (cur_is_dup(mc)) {
 				if (op != MDB_NEXT_NODUP) {
-					if (xc->c_flags & DL_C_INIT)
+					/* node_value_edge already translates the value: only
+					 * a sub-cursor step needs x_out (twice = wild pointer) */
+					int stepped = (xc->c_flags & DL_C_INIT) != 0;
+					if (stepped)
 						rc = dlmdb_cur_next(xc, &v, NULL, MDB_NEXT);
 					else
 						rc = node_value_edge(mc, &v, 0);
 					if (rc == 0) {
-						if (xc->c_flags & DL_C_INIT)
+						if (stepped)
 							x_out(x, &v);
 						if (data)
 							*data = v;
@@ -553,6 +556,16 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 			return rc;
 		x->x_c.c_flags = 0;
 		return 0;
+	}
+	if (flags & MDB_APPEND) {
+		/* as LMDB: APPEND needs a key above the last one, duplicates or
+		 * not (MDB_APPENDDUP is for values); the cursor ends on the last
+		 * item with the EOF mark */
+		MDB_val lk, lv;
+		if ((rc = dlmdb_dup_get(mc, &lk, &lv, MDB_LAST)))
+			return rc;
+		mc->c_flags |= DL_C_EOF;
+		return MDB_KEYEXIST;
 	}
 	if (flags & MDB_NOOVERWRITE) {
 		node_value_edge(mc, data, 0);

@@ -207,6 +207,16 @@ typedef struct dl_dbx {
 #define DL_T_SAVING 0x10	/* freelist save in progress */
 #define DL_T_DIRTY 0x20		/* something to commit */
 
+/* Saved state of an enclosing txn's cursor while a child runs: as in LMDB
+ * such cursors follow the child's changes and get this state back if the
+ * child aborts. */
+typedef struct dl_curbak {
+	MDB_cursor *b_cur;	/* NULL once the cursor is closed */
+	unsigned b_flags, b_xflags;
+	size_t b_savedlen, b_xsavedlen;
+	unsigned char b_saved[DL_MAXKEY + 1], b_xsaved[DL_MAXKEY + 1];
+} dl_curbak;
+
 struct MDB_txn {
 	MDB_env *t_env;
 	MDB_txn *t_parent;
@@ -232,6 +242,8 @@ struct MDB_txn {
 	uint64_t t_fl_gen;	/* changes to the free lists (save fixpoint) */
 	char *t_scratch[DL_MAX_DEPTH]; /* page-sized buffers for split */
 	MDB_val *t_vals;	/* value list for rebuilding a sub-page (DUPSORT) */
+	struct dl_curbak *t_curbak;	/* child txn: enclosing txns' cursor states at begin */
+	size_t t_ncurbak;
 };
 
 /* cursor flags */

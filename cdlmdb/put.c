@@ -46,9 +46,26 @@ static int overflow_reuse(MDB_cursor *mc, dl_node *n, MDB_val *data, unsigned fl
 	pgno_t pg = dl_node_bigpg(n);
 	dl_page *ov = dlmdb_dirty_find(&txn->t_dirty, pg);
 	MDB_env *env = txn->t_env;
-	size_t need = DL_NODEHDR + n->n_ksize + data->mv_size;
-	if (!ov || need <= env->e_nodemax)
-		return 0;
+	/* as LMDB: a run dirty in this txn is rewritten even when the new value
+	 * would fit in the node (the node stays BIG), so pages match stock's;
+	 * a run dirty only in an enclosing txn gets a private copy here under
+	 * the same page numbers first (a child commit hands it to the parent) */
+	if (!ov) {
+		dl_page *pov = NULL;
+		for (MDB_txn *t = txn->t_parent; t && !pov; t = t->t_parent)
+			pov = dlmdb_dirty_find(&t->t_dirty, pg);
+		if (!pov || dl_pg_ovcount(pov) < dl_ov_pages(env, data->mv_size))
+			return 0;
+		size_t sz = (size_t)dl_pg_ovcount(pov) * env->e_psize;
+		if (!(ov = malloc(sz)))
+			return ENOMEM;
+		memcpy(ov, pov, sz);
+		int rc = dlmdb_dirty_put(&txn->t_dirty, pg, ov);
+		if (rc) {
+			free(ov);
+			return rc;
+		}
+	}
 	if (dl_pg_ovcount(ov) < dl_ov_pages(env, data->mv_size))
 		return 0;
 	if (flags & MDB_RESERVE)

@@ -3,8 +3,9 @@
  *
  * dlmdb_insert_at places a ready-made node blob at (level, index).  When the
  * page is full the page's nodes plus the new one are viewed as one ordered
- * sequence of "items", cut at a point where both halves fit (as balanced as
- * possible, or right at the end when appending), written back into the old
+ * sequence of "items", cut where stock LMDB 0.9 cuts (see stock_cut; a
+ * byte-balanced cut if that would not fit; right at the end of the leaf
+ * for MDB_APPEND), written back into the old
  * page and a new right sibling, and a separator pointing at the sibling is
  * inserted one level up -- recursively, growing a new root when the old
  * root splits.  The first node of a new right branch page gets an empty key
@@ -235,7 +236,7 @@ static int split_page(MDB_cursor *mc, unsigned level, unsigned idx, const void *
 	if ((putflags & MDB_APPEND) && idx == v.n - 1) {
 		cut = v.n - 1;
 	} else {
-		cut = getenv("XX_NOCUT") ? 0 : stock_cut(&v, !branch, cap, (unsigned)psize);
+		cut = stock_cut(&v, !branch, cap, (unsigned)psize);
 		if (!cut_fits(&v, cut, branch, cap))
 			cut = balanced_cut(&v, branch, cap);
 		if (!cut)

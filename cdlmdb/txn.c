@@ -190,6 +190,59 @@ static int write_begin(MDB_txn *txn)
 	return 0;
 }
 
+/* Record the state of every cursor of the enclosing txns (see dl_curbak). */
+static int cursors_backup(MDB_txn *txn)
+{
+	size_t n = 0, i = 0;
+	for (MDB_txn *a = txn->t_parent; a; a = a->t_parent)
+		for (MDB_cursor *c = a->t_cursors; c; c = c->c_next)
+			n++;
+	if (!n)
+		return 0;
+	dl_curbak *b = malloc(n * sizeof *b);
+	if (!b)
+		return ENOMEM;
+	for (MDB_txn *a = txn->t_parent; a; a = a->t_parent) {
+		for (MDB_cursor *c = a->t_cursors; c; c = c->c_next, i++) {
+			b[i].b_cur = c;
+			b[i].b_flags = c->c_flags;
+			b[i].b_savedlen = c->c_savedlen;
+			memcpy(b[i].b_saved, c->c_saved, c->c_savedlen);
+			b[i].b_xflags = 0;
+			b[i].b_xsavedlen = 0;
+			if (c->c_sub) {
+				MDB_cursor *xc = &c->c_sub->x_c;
+				b[i].b_xflags = xc->c_flags;
+				b[i].b_xsavedlen = xc->c_savedlen;
+				memcpy(b[i].b_xsaved, xc->c_saved, xc->c_savedlen);
+			}
+		}
+	}
+	txn->t_curbak = b;
+	txn->t_ncurbak = n;
+	return 0;
+}
+
+/* A child aborts: the enclosing txns' cursors get their old state back. */
+static void cursors_restore(MDB_txn *txn)
+{
+	for (size_t i = 0; i < txn->t_ncurbak; i++) {
+		dl_curbak *b = &txn->t_curbak[i];
+		MDB_cursor *c = b->b_cur;
+		if (!c)
+			continue;
+		c->c_flags = b->b_flags;
+		c->c_savedlen = b->b_savedlen;
+		memcpy(c->c_saved, b->b_saved, b->b_savedlen);
+		if (c->c_sub) {
+			MDB_cursor *xc = &c->c_sub->x_c;
+			xc->c_flags = b->b_xflags;
+			xc->c_savedlen = b->b_xsavedlen;
+			memcpy(xc->c_saved, b->b_xsaved, b->b_xsavedlen);
+		}
+	}
+}
+
 static int child_begin(MDB_txn *txn, MDB_txn *parent)
 {
 	int rc;
@@ -210,6 +263,8 @@ static int child_begin(MDB_txn *txn, MDB_txn *parent)
 	txn->t_flags = parent->t_flags & DL_T_DIRTY;
 	/* the parent's cursors will have to re-seek once we are done */
 	dlmdb_txn_changed(parent, NULL);
+	if ((rc = cursors_backup(txn)))
+		return rc;
 	parent->t_child = txn;
 	parent->t_flags |= DL_T_CHILD;
 	return 0;
@@ -223,6 +278,9 @@ static void txn_free_lists(MDB_txn *txn)
 	dlmdb_pgl_free(&txn->t_loose);
 	dlmdb_pgl_free(&txn->t_reclaimed);
 	dlmdb_pgl_free(&txn->t_dropped);
+	free(txn->t_curbak);
+	txn->t_curbak = NULL;
+	txn->t_ncurbak = 0;
 	for (int i = 0; i < DL_MAX_DEPTH; i++) {
 		free(txn->t_scratch[i]);
 		txn->t_scratch[i] = NULL;
@@ -313,6 +371,8 @@ static void txn_end(MDB_txn *txn, int committed)
 		txn->t_flags |= DL_T_DONE;
 		return;
 	}
+	if (txn->t_parent && !committed)
+		cursors_restore(txn);
 	txn_release(txn);
 	if (txn->t_parent) {
 		txn->t_parent->t_child = NULL;
@@ -415,6 +475,14 @@ static int child_merge(MDB_txn *txn)
 	memcpy(p->t_dbstate, txn->t_dbstate, txn->t_numdbs);
 	p->t_flags |= txn->t_flags & DL_T_DIRTY;
 	p->t_gen++;
+#ifdef DLMDB_DEBUG
+	/* after the passes above the parent holds no copy of a page that is
+	 * free in the merged lists (such a copy could be written at commit) */
+	for (size_t i = 0; i < p->t_loose.l_n; i++)
+		DL_ASSERT(!dlmdb_dirty_find(&p->t_dirty, p->t_loose.l_v[i]));
+	for (size_t i = 0; i < p->t_reclaimed.l_n; i++)
+		DL_ASSERT(!dlmdb_dirty_find(&p->t_dirty, p->t_reclaimed.l_v[i]));
+#endif
 	return 0;
 broken:
 	/* the parent already lost pages it shared with the child */

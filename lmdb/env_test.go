@@ -13,6 +13,20 @@ import (
 	"testing"
 )
 
+// itoa formats n without strconv, for matching text output.
+func itoa(n int) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
+	}
+}
+
 func TestEnvOpenCloseTwice(t *testing.T) {
 	env, err := NewEnv()
 	if err != nil {
@@ -296,19 +310,6 @@ func TestEnvReaderList(t *testing.T) {
 	}
 	if err := (&Env{}).ReaderList(func(string) error { return nil }); err == nil {
 		t.Error("ReaderList on zero Env: no error")
-	}
-}
-
-func itoa(n int) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			return string(b[i:])
-		}
 	}
 }
 

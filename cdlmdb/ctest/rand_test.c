@@ -13,6 +13,8 @@
  */
 #include "testutil.h"
 
+static int tracing; /* debugging aid, see RAND_STEP */
+
 #define NDB 4
 #define KMAX 400
 
@@ -284,6 +286,9 @@ static void compare_dups(MDB_txn *txn, MDB_dbi dbi, poracle *o)
 	while ((rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) == 0 && i < o->n) {
 		EXPECT(k.mv_size == o->v[i].klen && !memcmp(k.mv_data, o->v[i].key, k.mv_size));
 		EXPECT(v.mv_size == o->v[i].vlen && !memcmp(v.mv_data, o->v[i].val, v.mv_size));
+		if (tracing && !(v.mv_size == o->v[i].vlen && !memcmp(v.mv_data, o->v[i].val, v.mv_size)))
+			fprintf(stderr, "  dup %zu: got %.*s=%.*s want %.*s=%.*s\n", i, (int)k.mv_size, (char *)k.mv_data,
+				(int)v.mv_size, (char *)v.mv_data, o->v[i].klen, o->v[i].key, o->v[i].vlen, o->v[i].val);
 		i++;
 	}
 	EXPECT(i == o->n && (rc == MDB_NOTFOUND || o->n == 0));
@@ -398,7 +403,6 @@ static void run_check(MDB_txn *txn)
 }
 
 static long ops_done;
-static int tracing;
 
 /* debugging aid (RAND_STEP=n): audit the tree after every operation */
 static void trace_check(MDB_txn *txn, const char *where)
@@ -638,9 +642,25 @@ static void run_seed(uint64_t seed, long steps)
 			mdb_txn_abort(rt);
 		}
 		if (step % 60 == 59) {
+			if (tracing) {
+				MDB_txn *rt;
+				MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &rt));
+				int before = tu_failures;
+				compare_dups(rt, dbi[NDB], &pd);
+				fprintf(stderr, "  before close: %s\n", before == tu_failures ? "ok" : "BAD");
+				mdb_txn_abort(rt);
+			}
 			mdb_env_close(env);
 			env = open_env(dir);
 			open_dbs(env, dbi);
+			if (tracing) {
+				MDB_txn *rt;
+				MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &rt));
+				int before = tu_failures;
+				compare_dups(rt, dbi[NDB], &pd);
+				fprintf(stderr, "  after reopen: %s\n", before == tu_failures ? "ok" : "BAD");
+				mdb_txn_abort(rt);
+			}
 		}
 	}
 	MDB_txn *rt;

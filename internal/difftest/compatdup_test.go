@@ -149,9 +149,11 @@ func compatDupWrite(t *testing.T, eng engine, dir string, m dupModel, r *rand.Ra
 func compatDupVerify(t *testing.T, eng engine, dir string, m dupModel, what string) {
 	t.Helper()
 	// the file itself, engine-independently: every page used exactly once
-	if probs, info := walkEnv(dir); len(probs) > 0 {
+	probs, info := walkEnv(dir)
+	if len(probs) > 0 {
 		t.Fatalf("%s: page accounting of the data file (%s): %v", what, info, probs)
 	}
+	t.Logf("%s: file: %s", what, info)
 	env, err := eng.openEnv(dir, envOpts{mapSize: 128 << 20, maxDBs: 16, flags: fReadonly})
 	if err != nil {
 		t.Fatalf("%s: %s cannot open: %v", what, eng.name(), err)

@@ -281,8 +281,9 @@ func TestCrashSafety(t *testing.T) {
 				t.Fatalf("kill %d: child failed: %s\n%s", i, l, stderr.String())
 			}
 		}
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-			t.Fatalf("kill %d: child ended on its own (%v): %s\n%s", i, werr, strings.Join(out, "\n"), stderr.String())
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("kill %d: child ended on its own, not by our SIGKILL (%v): %s\n%s", i, werr,
+				strings.Join(out, "\n"), headLines(stderr.String(), 40))
 		}
 		if probs, info := walkEnv(dir); len(probs) > 0 {
 			t.Fatalf("kill %d: page accounting of the data file (%s): %v", i, info, probs)

@@ -30,13 +30,14 @@ const (
 )
 
 type fileWalker struct {
-	b      []byte
-	psize  int
-	last   uint64
-	owner  map[uint64]string
-	errs   []string
-	nfree  int
-	ntrees int
+	b        []byte
+	psize    int
+	last     uint64
+	owner    map[uint64]string
+	errs     []string
+	nfree    int
+	ntrees   int
+	subFlags map[uint16]int
 }
 
 func (w *fileWalker) failf(format string, a ...any) {
@@ -85,6 +86,11 @@ func (w *fileWalker) walkTree(root uint64, who string, depth int, leafFn func(fl
 		return
 	}
 	flags := binary.LittleEndian.Uint16(p[10:])
+	if flags&^(wPBranch|wPLeaf|wPLeaf2) != 0 {
+		// P_DIRTY, P_SUBP, P_LOOSE, P_KEEP... are in-memory states; on disk
+		// a tree page is a branch, a leaf or a LEAF2 leaf
+		w.failf("%s: page %d stored with flags %#x", who, root, flags)
+	}
 	lower := int(binary.LittleEndian.Uint16(p[12:]))
 	if lower < wPageHdr || lower > w.psize {
 		w.failf("%s: page %d bad lower %d", who, root, lower)
@@ -162,6 +168,21 @@ func (w *fileWalker) walkDB(rec []byte, who string, isMain bool) {
 			}
 			w.ntrees++
 			w.walkTree(binary.LittleEndian.Uint64(data[40:]), who+" dups", 0, func(uint16, []byte, []byte) {})
+		case fl&wFDupData != 0:
+			// an inline sub-page of duplicates: P_LEAF|P_SUBP (+P_LEAF2)
+			if len(data) < wPageHdr {
+				w.failf("%s: key %q: sub-page shorter than a page header", who, key)
+				return
+			}
+			// Stock LMDB stores sub-pages with P_DIRTY set and relies on it:
+			// it copies-on-write a sub-page that lacks P_DIRTY as if it were
+			// a real page (and asserts in mdb_page_dirty when writing to such
+			// a file). So: P_LEAF|P_SUBP|P_DIRTY, plus P_LEAF2 for DUPFIXED.
+			if sf := binary.LittleEndian.Uint16(data[10:]); sf&^wPLeaf2 != wPLeaf|0x40|0x10 {
+				w.failf("%s: key %q: sub-page flags %#x, want %#x (P_LEAF|P_SUBP|P_DIRTY[|P_LEAF2]) as stock LMDB writes them",
+					who, key, sf, wPLeaf|0x40|0x10|sf&wPLeaf2)
+			}
+			w.subFlags[binary.LittleEndian.Uint16(data[10:])]++
 		case fl&wFSubData != 0 && isMain:
 			if len(data) < wDBSize {
 				w.failf("%s: short DB record for %q", who, key)
@@ -196,7 +217,7 @@ func walkFile(path string) ([]string, string) {
 	if t1 := binary.LittleEndian.Uint64(b[psize+wPageHdr+128:]); t1 > binary.LittleEndian.Uint64(b[wPageHdr+128:]) {
 		meta = b[psize+wPageHdr:]
 	}
-	w := &fileWalker{b: b, psize: psize, last: binary.LittleEndian.Uint64(meta[120:]), owner: map[uint64]string{}}
+	w := &fileWalker{b: b, psize: psize, last: binary.LittleEndian.Uint64(meta[120:]), owner: map[uint64]string{}, subFlags: map[uint16]int{}}
 	// (the file may end before the last page: pages freed before they were
 	// ever written need not exist on disk; tree pages must)
 	freeRec, mainRec := meta[24:24+wDBSize], meta[24+wDBSize:24+2*wDBSize]
@@ -238,7 +259,7 @@ func walkFile(path string) ([]string, string) {
 			w.failf("page %d is neither in use nor free (leaked)", pg)
 		}
 	}
-	return w.errs, fmt.Sprintf("%d pages, %d free, %d trees", w.last+1, w.nfree, w.ntrees)
+	return w.errs, fmt.Sprintf("%d pages, %d free, %d trees, sub-page flags %v", w.last+1, w.nfree, w.ntrees, w.subFlags)
 }
 
 // walkEnv runs walkFile on an env directory's data file.
