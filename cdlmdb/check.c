@@ -71,6 +71,10 @@ static int audit_dups(struct audit *a, pgno_t pg, const dl_node *nd)
 		return fail(a, "page %" PRIu64 ": sub-page of %zu bytes", pg, ds);
 	memcpy(a->subbuf, dl_node_data(nd), ds);
 	dl_page *sp = (dl_page *)a->subbuf;
+	/* LMDB 0.9 writers copy-and-free (assert) a sub-page lacking SUBP|DIRTY */
+	if ((sp->p_flags & ~DL_P_LEAF2) != (DL_P_LEAF | DL_P_SUBP | DL_P_DIRTY))
+		return fail(a, "page %" PRIu64 ": sub-page flags 0x%x (want LEAF|SUBP|DIRTY[|LEAF2])", pg,
+			(unsigned)sp->p_flags);
 	if ((sp->p_flags & (DL_P_LEAF | DL_P_LEAF2 | DL_P_BRANCH)) == (DL_P_LEAF | DL_P_LEAF2)) {
 		unsigned n2 = dl_pg_nkeys(sp);
 		if (!sp->p_pad || sp->p_lower < DL_PAGEHDR || sp->p_lower > sp->p_upper ||

@@ -275,6 +275,40 @@ int dlmdb_cur_prev(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 	return dlmdb_cur_fetch(mc, key, data);
 }
 
+/*
+ * LMDB answers a SET from the cursor's current page without a new search
+ * when the key lies outside that page and nothing can lie beyond it (key
+ * above the last key on the rightmost leaf, or below the first key of a
+ * one-page tree); only then does a pending EOF mark survive the miss (a
+ * search or a hit clears it).  Says whether that is the case for key.
+ */
+int dlmdb_seek_keeps_eof(MDB_cursor *mc, const MDB_val *key)
+{
+	if ((mc->c_flags & (DL_C_INIT | DL_C_EOF | DL_C_SAVED)) != (DL_C_INIT | DL_C_EOF) ||
+	    !mc->c_depth || mc->c_owner)
+		return 0;
+	dl_page *p = mc->c_pg[mc->c_top];
+	unsigned n = dl_pg_nkeys(p);
+	if (dl_pg_is_leaf2(p))
+		return 0;
+	if (n == 0)
+		return 1;
+	MDB_val edge;
+	dlmdb_node_keyval(p, 0, &edge);
+	int c = mc->c_dbx->x_cmp(key, &edge);
+	if (c <= 0)
+		return c < 0 && mc->c_top == 0;
+	if (n > 1) {
+		dlmdb_node_keyval(p, n - 1, &edge);
+		if (mc->c_dbx->x_cmp(key, &edge) <= 0)
+			return 0;
+	}
+	for (unsigned l = 0; l < mc->c_top; l++)
+		if (mc->c_ki[l] + 1u < dl_pg_nkeys(mc->c_pg[l]))
+			return 0;
+	return 1;
+}
+
 /* SET, SET_KEY, SET_RANGE (and the positioning step of puts). */
 int dlmdb_cursor_seek(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
 {
@@ -284,6 +318,7 @@ int dlmdb_cursor_seek(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op
 	 * any stored one simply is not found */
 	if (key->mv_size == 0)
 		return MDB_BAD_VALSIZE;
+	int keep = op != MDB_SET_RANGE && dlmdb_seek_keeps_eof(mc, key);
 	int rc = dlmdb_search_root(mc, key, DL_SEARCH_KEY);
 	if (rc)
 		return rc;
@@ -308,6 +343,8 @@ int dlmdb_cursor_seek(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op
 	if (!exact) {
 		/* as LMDB: the cursor stays at the insertion point, so PREV
 		 * yields the predecessor and GET_CURRENT the successor */
+		if (keep)
+			mc->c_flags |= DL_C_EOF;
 		return MDB_NOTFOUND;
 	}
 	return dlmdb_cur_fetch(mc, op == MDB_SET_KEY ? key : NULL, data);

@@ -59,6 +59,29 @@ void dlmdb_cursors_forget(MDB_txn *txn, MDB_dbi dbi)
 	txn->t_dbstate[dbi] |= DL_DBS_EMPTIED;
 }
 
+/*
+ * Cursors (also of enclosing txns) saved as standing past the end of the
+ * leaf whose last key is `from` get `to` as their anchor, past the end of
+ * its leaf when pastflag is DL_C_PAST, else on it.
+ */
+void dlmdb_retarget_past(MDB_cursor *mc, const MDB_val *from, const MDB_val *to, unsigned pastflag)
+{
+	if (mc->c_owner || (mc->c_db->d_flags & MDB_DUPSORT))
+		return;
+	unsigned want = DL_C_INIT | DL_C_SAVED | DL_C_PAST;
+	for (MDB_txn *t = mc->c_txn; t; t = t->t_parent) {
+		for (MDB_cursor *c = t->t_cursors; c; c = c->c_next) {
+			if (c == mc || c->c_dbi != mc->c_dbi || (c->c_flags & want) != want)
+				continue;
+			if (c->c_savedlen != from->mv_size || memcmp(c->c_saved, from->mv_data, from->mv_size))
+				continue;
+			memcpy(c->c_saved, to->mv_data, to->mv_size);
+			c->c_savedlen = to->mv_size;
+			c->c_flags = (c->c_flags & ~DL_C_PAST) | pastflag;
+		}
+	}
+}
+
 static unsigned fill_permille(const dl_page *p, size_t cap)
 {
 	return (unsigned)(1000 * (cap - dl_pg_room(p)) / cap);
@@ -110,6 +133,13 @@ static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
 		dl_node_set_child(dl_pg_node(parent, si), nsib->p_pgno);
 		sib = nsib;
 		nd = dl_pg_node(sib, from);
+	}
+	if (fromleft && sn >= 2) {
+		/* cursors past the end of the left page stay past its end */
+		MDB_val moved, newlast;
+		dlmdb_node_keyval(sib, from, &moved);
+		dlmdb_node_keyval(sib, from - 1, &newlast);
+		dlmdb_retarget_past(mc, &moved, &newlast, DL_C_PAST);
 	}
 	dlmdb_pg_add_raw(p, fromleft ? 0 : dl_pg_nkeys(p), nd, len);
 	dlmdb_pg_del_node(sib, from);
@@ -221,6 +251,14 @@ static int rebalance(MDB_cursor *mc)
 				right = nsib;
 		}
 		unsigned base = dl_pg_nkeys(left), rn = dl_pg_nkeys(right);
+		if (!branch && !fixed && base && rn && left == sib) {
+			/* as LMDB's index arithmetic: a cursor past the end of the
+			 * left page now stands on the right page's first item */
+			MDB_val llast, rfirst;
+			dlmdb_node_keyval(left, base - 1, &llast);
+			dlmdb_node_keyval(right, 0, &rfirst);
+			dlmdb_retarget_past(mc, &llast, &rfirst, 0);
+		}
 		for (unsigned j = 0; j < rn && fixed; j++)
 			dlmdb_pg_add_leaf2(left, base + j, dl_pg_leaf2_key(right, j));
 		for (unsigned j = 0; j < rn && !fixed; j++) {
@@ -356,8 +394,12 @@ static int move_past(MDB_cursor *mc, const MDB_val *top, MDB_cursor **past, unsi
 	return 0;
 }
 
-/* Delete the item under the cursor; the cursor is left in the DEL state. */
-int dlmdb_tree_del_current(MDB_cursor *mc, int allow_tree)
+/*
+ * Delete the item under the cursor; the cursor is left in the DEL state.
+ * reposition = 0 is for a throwaway cursor (mdb_del): it skips re-seeking
+ * mc onto the successor when nothing else needs that position.
+ */
+static int del_current(MDB_cursor *mc, int allow_tree, int reposition)
 {
 	MDB_txn *txn = mc->c_txn;
 	dl_page *leaf = mc->c_pg[mc->c_top];
@@ -398,7 +440,8 @@ int dlmdb_tree_del_current(MDB_cursor *mc, int allow_tree)
 		return DL_TXN_FAIL(txn, rc);
 	/* stand before the deleted key's successor (LMDB's C_DEL state) */
 	mc->c_flags = DL_C_INIT | DL_C_SAVED | (mc->c_flags & DL_C_EOF);
-	if ((rc = dlmdb_cursor_revalidate(mc)))
+	/* reanchor_others copies mc's position to cursors of enclosing txns */
+	if ((reposition || txn->t_parent) && (rc = dlmdb_cursor_revalidate(mc)))
 		return DL_TXN_FAIL(txn, rc);
 	if (!mc->c_owner && (rc = reanchor_others(mc)))
 		return DL_TXN_FAIL(txn, rc);
@@ -406,6 +449,11 @@ int dlmdb_tree_del_current(MDB_cursor *mc, int allow_tree)
 		return DL_TXN_FAIL(txn, rc);
 	txn->t_gen++;
 	return 0;
+}
+
+int dlmdb_tree_del_current(MDB_cursor *mc, int allow_tree)
+{
+	return del_current(mc, allow_tree, 1);
 }
 
 int mdb_del(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data)
@@ -442,7 +490,7 @@ int mdb_del(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data)
 	}
 	if ((rc = dlmdb_cursor_seek(&mc, &k, NULL, MDB_SET)))
 		return rc;
-	return dlmdb_tree_del_current(&mc, 0);
+	return del_current(&mc, 0, 0);
 }
 
 int mdb_cursor_del(MDB_cursor *mc, unsigned int flags)

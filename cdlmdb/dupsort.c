@@ -17,6 +17,7 @@
  * sub-tree and then store the new node data in the main tree.  DUPFIXED
  * values live in LEAF2 sub-pages / LEAF2 sub-tree leaves (page.c, split.c).
  */
+#include <stddef.h>
 #include "internal.h"
 
 static MDB_cmp_func *dcmp_of(MDB_cursor *mc)
@@ -216,6 +217,11 @@ int dlmdb_dup_get(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
 					/* node_value_edge already translates the value: only
 					 * a sub-cursor step needs x_out (twice = wild pointer) */
 					int stepped = (xc->c_flags & DL_C_INIT) != 0;
+					/* duplicates never aimed (e.g. a failed SET left the key
+					 * cursor at the insertion point): no position to step
+					 * from, as FIRST_DUP/LAST_DUP/GET_CURRENT report */
+					if (!stepped && op == MDB_NEXT_DUP)
+						return EINVAL;
 					if (stepped)
 						rc = dlmdb_cur_next(xc, &v, NULL, MDB_NEXT);
 					else
@@ -247,6 +253,9 @@ int dlmdb_dup_get(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
 		if (mc->c_ki[mc->c_top] < dl_pg_nkeys(mc->c_pg[mc->c_top])) {
 			if (cur_is_dup(mc)) {
 				if (op != MDB_PREV_NODUP) {
+					if (op == MDB_PREV_DUP && !(xc->c_flags & DL_C_INIT) &&
+					    !(mc->c_flags & DL_C_DEL))
+						return EINVAL;	/* as NEXT_DUP above */
 					if (xc->c_flags & DL_C_INIT) {
 						rc = dlmdb_cur_prev(xc, &v, NULL);
 						if (rc == 0)
@@ -416,7 +425,7 @@ static void subpage_build(char *buf, const MDB_val *vals, unsigned m, size_t siz
 	dl_page *sp = (dl_page *)buf;
 	memset(buf, 0, size);
 	if (fixed) {
-		sp->p_flags = DL_P_LEAF | DL_P_LEAF2 | DL_P_SUBP;
+		sp->p_flags = DL_P_LEAF | DL_P_LEAF2 | DL_P_SUBP | DL_P_DIRTY;
 		sp->p_pad = (uint16_t)fixed;
 		sp->p_lower = (uint16_t)(DL_PAGEHDR + m * sizeof(indx_t));
 		sp->p_upper = sp->p_lower;
@@ -424,7 +433,9 @@ static void subpage_build(char *buf, const MDB_val *vals, unsigned m, size_t siz
 			memcpy(buf + DL_PAGEHDR + (size_t)i * fixed, vals[i].mv_data, fixed);
 		return;
 	}
-	sp->p_flags = DL_P_LEAF | DL_P_SUBP;
+	/* LMDB 0.9 keeps DIRTY on every sub-page, in memory and on disk: its
+	 * writers treat a sub-page without it as a real page to copy and free */
+	sp->p_flags = DL_P_LEAF | DL_P_SUBP | DL_P_DIRTY;
 	sp->p_lower = (uint16_t)(DL_PAGEHDR + m * sizeof(indx_t));
 	sp->p_upper = sp->p_lower;
 	size_t off = size;
@@ -437,6 +448,16 @@ static void subpage_build(char *buf, const MDB_val *vals, unsigned m, size_t siz
 		if (vals[i].mv_size)
 			memcpy(dl_node_key(nd), vals[i].mv_data, vals[i].mv_size);
 	}
+}
+
+/* After a sub-page went into the node under mc: like LMDB, its header
+ * names the leaf page that holds it (LMDB uses it as the sub-page's root). */
+static void subpage_stamp(MDB_cursor *mc)
+{
+	dl_page *p = mc->c_pg[mc->c_top];
+	dl_node *n = dl_pg_node(p, mc->c_ki[mc->c_top]);
+	if ((n->n_flags & (DL_N_DUP | DL_N_TREE)) == DL_N_DUP && dl_node_dsize(n) >= DL_PAGEHDR)
+		memcpy((char *)dl_node_data(n) + offsetof(dl_page, p_pgno), &p->p_pgno, sizeof p->p_pgno);
 }
 
 static char *scratch(MDB_txn *txn, int i)
@@ -552,7 +573,15 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 	}
 	if (!exact) {
 		/* new key: a plain node */
-		if ((rc = dlmdb_tree_put(mc, &k, &d, flags & (MDB_APPEND | MDB_NOOVERWRITE))))
+		rc = dlmdb_tree_put(mc, &k, &d, flags & (MDB_APPEND | MDB_NOOVERWRITE));
+		if (rc == MDB_KEYEXIST && (flags & MDB_APPEND)) {
+			/* the refused APPEND left mc on the last key (LMDB's
+			 * cursor_last): its duplicates must follow, aimed at the
+			 * last one, never keep the old key's sub-cursor */
+			int erc = node_value_edge(mc, NULL, 1);
+			return erc ? erc : rc;
+		}
+		if (rc)
 			return rc;
 		x->x_c.c_flags = 0;
 		return 0;
@@ -651,6 +680,7 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		}
 		if ((rc = dlmdb_tree_put(mc, &k, &sub, DL_PUT_DUP)))
 			goto out;
+		subpage_stamp(mc);
 	} else {
 		/* too big for a sub-page: move the values into a sub-tree */
 		MDB_cursor *xc = &x->x_c;
@@ -792,6 +822,7 @@ int dlmdb_dup_del(MDB_cursor *mc, unsigned flags)
 	dlmdb_txn_changed(txn, mc);
 	if ((rc = dlmdb_tree_put(mc, &k, &sub, DL_PUT_DUP)))
 		goto out;
+	subpage_stamp(mc);
 	mc->c_db->d_entries--;
 	/* the sub-cursor now stands before the deleted value's successor */
 	if ((rc = dlmdb_dup_setup(mc)))

@@ -74,7 +74,8 @@ static int reclaim_next(MDB_txn *txn)
 	return 0;
 }
 
-int dlmdb_page_alloc(MDB_txn *txn, unsigned n, dl_page **out)
+/* zero: clear the new buffer (skipped when the caller overwrites all of it) */
+static int page_alloc_buf(MDB_txn *txn, unsigned n, dl_page **out, int zero)
 {
 	MDB_env *env = txn->t_env;
 	pgno_t pg = 0;
@@ -101,7 +102,8 @@ int dlmdb_page_alloc(MDB_txn *txn, unsigned n, dl_page **out)
 		txn->t_next_pg += n;
 	}
 	size_t bytes = (size_t)n * env->e_psize;
-	dl_page *p = malloc(bytes);
+	/* two explicit calls: with malloc+memset gcc folds both paths to calloc */
+	dl_page *p = (zero && !(env->e_flags & MDB_NOMEMINIT)) ? calloc(1, bytes) : malloc(bytes);
 	if (!p) {
 		/* give the pages back so nothing leaks */
 		if (n == 1)
@@ -110,8 +112,6 @@ int dlmdb_page_alloc(MDB_txn *txn, unsigned n, dl_page **out)
 			dlmdb_pgl_push_run(&txn->t_reclaimed, pg, n), dlmdb_pgl_sort(&txn->t_reclaimed);
 		return ENOMEM;
 	}
-	if (!(env->e_flags & MDB_NOMEMINIT))
-		memset(p, 0, bytes);
 	p->p_pgno = pg;
 	p->p_flags = 0;
 	/* pages of the range were free: any copy we still hold of them (left
@@ -127,6 +127,11 @@ int dlmdb_page_alloc(MDB_txn *txn, unsigned n, dl_page **out)
 	txn->t_fl_gen++;
 	*out = p;
 	return 0;
+}
+
+int dlmdb_page_alloc(MDB_txn *txn, unsigned n, dl_page **out)
+{
+	return page_alloc_buf(txn, n, out, 1);
 }
 
 int dlmdb_page_free(MDB_txn *txn, pgno_t pg, unsigned n)
@@ -179,7 +184,8 @@ int dlmdb_page_touch(MDB_txn *txn, dl_page *p, dl_page **out)
 	}
 	if ((rc = dlmdb_page_validate(txn->t_env, p)))
 		return rc;
-	if ((rc = dlmdb_page_alloc(txn, 1, &np)))
+	/* no zeroing: the whole page is copied over right away */
+	if ((rc = page_alloc_buf(txn, 1, &np, 0)))
 		return rc;
 	pgno_t npg = np->p_pgno;
 	memcpy(np, p, psize);

@@ -136,7 +136,9 @@ dl_page *dlmdb_dirty_find(const dl_dirty *d, pgno_t pg)
 
 static int dirty_grow(dl_dirty *d)
 {
-	size_t ncap = d->d_cap ? d->d_cap * 2 : 256;
+	/* start small: a short txn dirties a handful of pages, and commit and
+	 * txn end scan every slot */
+	size_t ncap = d->d_cap ? d->d_cap * 2 : 32;
 	pgno_t *keys = malloc(ncap * sizeof(pgno_t));
 	dl_page **pages = malloc(ncap * sizeof(dl_page *));
 	if (!keys || !pages) {

@@ -488,6 +488,7 @@ DL_HIDDEN int dlmdb_node_value(MDB_txn *txn, const dl_node *n, MDB_val *data);
 /* cursor.c */
 DL_HIDDEN void dlmdb_cursor_setup(MDB_cursor *mc, MDB_txn *txn, MDB_dbi dbi);
 DL_HIDDEN int dlmdb_cursor_seek(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op);
+DL_HIDDEN int dlmdb_seek_keeps_eof(MDB_cursor *mc, const MDB_val *key);
 DL_HIDDEN int dlmdb_cursor_revalidate(MDB_cursor *mc);
 DL_HIDDEN void dlmdb_cursor_save(MDB_cursor *mc);
 DL_HIDDEN int dlmdb_cursor_touch(MDB_cursor *mc);
@@ -508,6 +509,8 @@ DL_HIDDEN int dlmdb_put_dbrec(MDB_txn *txn, const char *name, size_t len, const 
 DL_HIDDEN int dlmdb_tree_del_current(MDB_cursor *mc, int allow_tree);
 DL_HIDDEN int dlmdb_tree_free_all(MDB_txn *txn, dl_dbrec *db);
 DL_HIDDEN void dlmdb_cursors_forget(MDB_txn *txn, MDB_dbi dbi);
+DL_HIDDEN void dlmdb_retarget_past(MDB_cursor *mc, const MDB_val *from, const MDB_val *to,
+	unsigned pastflag);
 
 /* dbi.c */
 DL_HIDDEN int dlmdb_dbrecs_flush(MDB_txn *txn);

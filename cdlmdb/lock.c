@@ -90,7 +90,13 @@ int dlmdb_lock_open(MDB_env *env, const char *lpath, int mode, int *excl)
 	size_t want = DL_LCK_READERS_OFF + (size_t)env->e_maxreaders * sizeof(dl_reader);
 	struct stat st;
 	if (*excl) {
-		if (ftruncate(env->e_lfd, 0) || ftruncate(env->e_lfd, (off_t)want))
+		/* Alone: size the file but keep its pages.  Old reader slots need no
+		 * wiping because l_numreaders is reset below and nothing looks past
+		 * it; truncating to zero first would throw away the page cache and
+		 * make every open fault in a freshly zeroed table. */
+		if (fstat(env->e_lfd, &st))
+			return errno;
+		if ((size_t)st.st_size != want && ftruncate(env->e_lfd, (off_t)want))
 			return errno;
 	} else {
 		if (fstat(env->e_lfd, &st))
@@ -107,6 +113,7 @@ int dlmdb_lock_open(MDB_env *env, const char *lpath, int mode, int *excl)
 	env->e_lcksize = want;
 	dl_lockhdr *h = env->e_lck;
 	if (*excl) {
+		memset(h, 0, sizeof *h);
 		if ((rc = mutex_setup(&h->l_wmutex)) || (rc = mutex_setup(&h->l_rmutex)))
 			return rc;
 		h->l_txnid = 0;

@@ -100,6 +100,7 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 	unsigned char keybuf[DL_MAXKEY + 1];
 	MDB_val k = *key;
 	int rc, exact = 0, empty = 0;
+	unsigned eofkeep = 0;
 	/* LMDB keeps a pending "after delete" state when a put fails early */
 	unsigned wasdel = mc->c_flags & DL_C_DEL;
 
@@ -108,6 +109,7 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 			return rc;
 		if (!(mc->c_flags & DL_C_INIT) || (mc->c_flags & DL_C_DEL) || mc->c_depth == 0)
 			return EINVAL;
+		eofkeep = mc->c_flags & DL_C_EOF;	/* LMDB does no SET step here */
 		dl_page *p = mc->c_pg[mc->c_top];
 		if (mc->c_ki[mc->c_top] >= dl_pg_nkeys(p))
 			return MDB_NOTFOUND;
@@ -135,6 +137,10 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 			mc->c_ki[mc->c_top]++;
 		}
 	} else {
+		if ((mc->c_flags & DL_C_SAVED) && (rc = dlmdb_cursor_revalidate(mc)))
+			return rc;
+		if (dlmdb_seek_keeps_eof(mc, &k))
+			eofkeep = DL_C_EOF;	/* as LMDB's SET step of a put */
 		rc = dlmdb_search_root(mc, &k, DL_SEARCH_KEY);
 		if (rc == MDB_NOTFOUND) {
 			empty = 1;
@@ -287,7 +293,7 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		data->mv_data = v.mv_data;
 	}
 placed:
-	mc->c_flags = DL_C_INIT;
+	mc->c_flags = DL_C_INIT | eofkeep;
 	txn->t_gen++;
 	return 0;
 }

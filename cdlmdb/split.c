@@ -208,6 +208,15 @@ int dlmdb_insert_at(MDB_cursor *mc, unsigned level, unsigned idx, const void *bl
 		return split_leaf2(mc, level, idx, blob, putflags);
 	}
 	if (dl_pg_room(p) >= dl_even(len) + sizeof(indx_t)) {
+		unsigned n = dl_pg_nkeys(p);
+		if (dl_pg_is_leaf(p) && n && idx == n) {
+			/* a cursor past the end of this leaf stays past its end */
+			MDB_val oldlast, newlast;
+			dlmdb_node_keyval(p, n - 1, &oldlast);
+			newlast.mv_size = ((const dl_node *)blob)->n_ksize;
+			newlast.mv_data = (char *)blob + DL_NODEHDR;
+			dlmdb_retarget_past(mc, &oldlast, &newlast, DL_C_PAST);
+		}
 		dlmdb_pg_add_raw(p, idx, blob, len);
 		return 0;
 	}
@@ -263,6 +272,19 @@ static int split_page(MDB_cursor *mc, unsigned level, unsigned idx, const void *
 	else
 		mc->c_db->d_leaf++;
 
+	if (!branch && v.n >= 2) {
+		/* as LMDB: a cursor past the end of the page ends up past the end
+		 * of the new right page */
+		MDB_val oldlast, newlast;
+		size_t l1, l2;
+		const dl_node *a = item_node(&v, idx == v.n - 1 ? v.n - 2 : v.n - 1, &l1);
+		const dl_node *b = item_node(&v, v.n - 1, &l2);
+		oldlast.mv_size = a->n_ksize;
+		oldlast.mv_data = dl_node_key(a);
+		newlast.mv_size = b->n_ksize;
+		newlast.mv_data = dl_node_key(b);
+		dlmdb_retarget_past(mc, &oldlast, &newlast, DL_C_PAST);
+	}
 	/* rebuild both halves from the snapshot */
 	dlmdb_pg_init(p, p->p_pgno, snap->p_flags, (unsigned)psize);
 	p->p_pad = snap->p_pad;

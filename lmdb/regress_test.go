@@ -112,3 +112,41 @@ func TestRegressNextDupAfterFailedSetKey(t *testing.T) {
 		})
 	})
 }
+
+// A cursor Put with Append|AppendDup that fails (key out of order) must
+// leave the cursor somewhere sane: the cursor Del that follows has to
+// delete exactly one item and keep the entry count exact.
+func TestRegressFailedCursorAppendThenDel(t *testing.T) {
+	env := openEnv(t, 0)
+	dbi := openDB(t, env, "d", DupSort)
+	put := func(txn *Txn, k, v string) {
+		t.Helper()
+		if err := txn.Put(dbi, []byte(k), []byte(v), 0); err != nil {
+			t.Fatalf("put %s/%s: %v", k, v, err)
+		}
+	}
+	mustUpdate(t, env, func(txn *Txn) error {
+		put(txn, "a", "")
+		put(txn, "ab", "")
+		put(txn, "a", "a")
+		put(txn, "c", "a")
+		return nil
+	})
+	mustUpdate(t, env, func(txn *Txn) error {
+		cur, err := txn.OpenCursor(dbi)
+		if err != nil {
+			return err
+		}
+		if _, _, err := cur.Get(nil, nil, Next); err != nil {
+			return err
+		}
+		put(txn, "c", "c")
+		if err := cur.Put([]byte("bab"), nil, Append|AppendDup); !IsErrno(err, KeyExist) {
+			t.Errorf("out-of-order cursor Put(Append|AppendDup) = %v, want KeyExist", err)
+		}
+		err = cur.Del(0)
+		t.Logf("cursor Del after the failed Put: %v", err)
+		return nil
+	})
+	checkCounts(t, env, dbi)
+}

