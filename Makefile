@@ -6,10 +6,11 @@ GOTESTFLAGS ?=
 DLMDB_TEST_SCALE ?= 1
 export DLMDB_TEST_SCALE
 
-.PHONY: test test-c test-go test-asan bench bench-quick
+.PHONY: test test-c test-go test-upstream bench bench-quick
 
-## test: everything — the C engine under ASan+UBSan, then the Go side under -race.
-test: test-c test-go
+## test: everything — the C engine under ASan+UBSan, then the Go side under -race,
+## then lmdb-go v1.9.3's own behavioural tests run against our lmdb package.
+test: test-c test-go test-upstream
 
 ## test-c: C-level engine tests built with -fsanitize=address,undefined.
 test-c:
@@ -19,6 +20,10 @@ test-c:
 test-go:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 45m $(GOTESTFLAGS) ./...
+
+## test-upstream: lmdb-go's own tests (from the module cache) against our lmdb/.
+test-upstream:
+	bash lmdb/testdata/run-lmdb-go-tests.sh -race -count=1
 
 ## bench: run every benchmark at the documented sizes and rewrite README tables.
 bench:

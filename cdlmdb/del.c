@@ -456,6 +456,11 @@ int dlmdb_tree_del_current(MDB_cursor *mc, int allow_tree)
 	return del_current(mc, allow_tree, 1);
 }
 
+int dlmdb_tree_del_discard(MDB_cursor *mc)
+{
+	return del_current(mc, 0, 0);
+}
+
 int mdb_del(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data)
 {
 	if (!txn || !key)

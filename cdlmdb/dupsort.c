@@ -559,6 +559,29 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		k.mv_size = ck.mv_size;
 		memcpy(valbuf, d.mv_data, d.mv_size);
 		d.mv_data = valbuf;
+		dl_node *cn = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
+		dl_page hdr;
+		if ((cn->n_flags & (DL_N_DUP | DL_N_TREE)) == DL_N_DUP && dl_node_dsize(cn) >= DL_PAGEHDR) {
+			memcpy(&hdr, dl_node_data(cn), DL_PAGEHDR);
+			if (dl_pg_nkeys(&hdr) == 1) {
+				/* as LMDB: a one-value sub-page stays a sub-page (the
+				 * delete below would turn it into a plain node) */
+				unsigned fixed = (mc->c_db->d_flags & MDB_DUPFIXED) ? (unsigned)d.mv_size : 0;
+				if (fixed && fixed != hdr.p_pad)
+					return MDB_BAD_VALSIZE;
+				size_t sz = subpage_size(&d, 1, fixed);
+				char *buf = scratch(txn, 3);
+				if (!buf)
+					return ENOMEM;
+				subpage_build(buf, &d, 1, sz, fixed);
+				MDB_val sub = {sz, buf};
+				dlmdb_txn_changed(txn, mc);
+				if ((rc = dlmdb_tree_put(mc, &k, &sub, DL_PUT_DUP)))
+					return rc;
+				subpage_stamp(mc);
+				return x_locate(mc, &d);
+			}
+		}
 		if ((rc = dlmdb_dup_del(mc, 0)))
 			return rc;
 		flags &= ~MDB_CURRENT;
@@ -767,6 +790,9 @@ int dlmdb_dup_del(MDB_cursor *mc, unsigned flags)
 		return MDB_NOTFOUND;
 	if ((flags & MDB_NODUPDATA) || !cur_is_dup(mc))
 		return del_node(mc);
+	/* as LMDB: deleting one duplicate leaves the key cursor's flags alone
+	 * (a pending deleted-before mark from an earlier delete survives) */
+	unsigned keep = mc->c_flags & (DL_C_DEL | DL_C_EOF);
 	if (!(xc->c_flags & DL_C_INIT)) {
 		/* the cursor stands on the key (e.g. after a delete): its first value */
 		if ((rc = node_value_edge(mc, NULL, 0)))
@@ -795,6 +821,7 @@ int dlmdb_dup_del(MDB_cursor *mc, unsigned flags)
 		memcpy(dl_node_data(n), &x->x_db, sizeof x->x_db);
 		mc->c_db->d_entries--;
 		txn->t_gen++;
+		mc->c_flags |= keep;
 		return 0;
 	}
 	unsigned vcap;
@@ -831,6 +858,8 @@ int dlmdb_dup_del(MDB_cursor *mc, unsigned flags)
 	xc->c_savedlen = d.mv_size;
 	xc->c_flags = DL_C_INIT | DL_C_SAVED;
 	rc = dlmdb_cursor_revalidate(xc);
+	if (!rc)
+		mc->c_flags |= keep;
 out:
 	return rc;
 }

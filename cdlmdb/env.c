@@ -185,6 +185,7 @@ void mdb_env_close(MDB_env *env)
 	if (env->e_fd >= 0)
 		close(env->e_fd);
 	dlmdb_lock_close(env);
+	dlmdb_spare_drop_all(env);
 	pthread_mutex_destroy(&env->e_dbimutex);
 	pthread_mutex_destroy(&env->e_wlocal);
 	free(env->e_path);

@@ -103,7 +103,11 @@ static int page_alloc_buf(MDB_txn *txn, unsigned n, dl_page **out, int zero)
 	}
 	size_t bytes = (size_t)n * env->e_psize;
 	/* two explicit calls: with malloc+memset gcc folds both paths to calloc */
-	dl_page *p = (zero && !(env->e_flags & MDB_NOMEMINIT)) ? calloc(1, bytes) : malloc(bytes);
+	dl_page *p = n == 1 ? dlmdb_spare_take(env) : NULL;
+	if (p && zero && !(env->e_flags & MDB_NOMEMINIT))
+		memset(p, 0, bytes);
+	else if (!p)
+		p = (zero && !(env->e_flags & MDB_NOMEMINIT)) ? calloc(1, bytes) : malloc(bytes);
 	if (!p) {
 		/* give the pages back so nothing leaks */
 		if (n == 1)
@@ -234,7 +238,7 @@ static int put_record(MDB_txn *txn, txnid_t id, const dl_pgl *l, size_t *slots, 
 			return 0;
 		if (rc)
 			return rc;
-		return dlmdb_tree_del_current(&mc, 0);
+		return dlmdb_tree_del_discard(&mc);
 	}
 	if (l->l_n > *slots)
 		*slots = l->l_n;
@@ -277,7 +281,7 @@ int dlmdb_freelist_save(MDB_txn *txn)
 			memcpy(&id, k.mv_data, sizeof id);
 			if (id > txn->t_last_reclaimed)
 				break;
-			if ((rc = dlmdb_tree_del_current(&mc, 0)))
+			if ((rc = dlmdb_tree_del_discard(&mc)))
 				break;
 		}
 		if (rc == MDB_NOTFOUND)

@@ -212,6 +212,52 @@ dl_page *dlmdb_dirty_remove(dl_dirty *d, pgno_t pg)
 	}
 }
 
+/*
+ * Spare page buffers: a write txn ends by freeing a few page-sized
+ * buffers and the next one mallocs the same number again.  Writers of one
+ * env never run at the same time, so the buffers are chained through
+ * their first word in the env and handed out again by page_alloc.
+ */
+#define DL_SPARE_MAX 128u
+
+void *dlmdb_spare_take(MDB_env *env)
+{
+	void *b = env->e_spare;
+	if (b) {
+		memcpy(&env->e_spare, b, sizeof(void *));
+		env->e_nspare--;
+	}
+	return b;
+}
+
+void dlmdb_spare_drop_all(MDB_env *env)
+{
+	void *b;
+	while ((b = dlmdb_spare_take(env)))
+		free(b);
+}
+
+/* dlmdb_dirty_free(d, 1), keeping single-page buffers as spares. */
+void dlmdb_dirty_release(dl_dirty *d, MDB_env *env)
+{
+	for (size_t i = 0; i < d->d_cap; i++) {
+		pgno_t k = d->d_keys[i];
+		if (k == DIRTY_EMPTY || k == DIRTY_GONE)
+			continue;
+		dl_page *p = d->d_pages[i];
+		/* branch and leaf copies are exactly one page; overflow runs vary */
+		if (env->e_nspare < DL_SPARE_MAX && !(p->p_flags & DL_P_OVERFLOW) &&
+		    (p->p_flags & (DL_P_BRANCH | DL_P_LEAF))) {
+			memcpy((void *)p, &env->e_spare, sizeof(void *));
+			env->e_spare = p;
+			env->e_nspare++;
+		} else {
+			free(p);
+		}
+	}
+	dlmdb_dirty_free(d, 0);
+}
+
 void dlmdb_dirty_free(dl_dirty *d, int free_pages)
 {
 	if (free_pages) {

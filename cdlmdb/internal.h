@@ -150,6 +150,9 @@ DL_HIDDEN dl_page *dlmdb_dirty_find(const dl_dirty *d, pgno_t pg);
 DL_HIDDEN int dlmdb_dirty_put(dl_dirty *d, pgno_t pg, dl_page *p);
 DL_HIDDEN dl_page *dlmdb_dirty_remove(dl_dirty *d, pgno_t pg);
 DL_HIDDEN void dlmdb_dirty_free(dl_dirty *d, int free_pages);
+DL_HIDDEN void dlmdb_dirty_release(dl_dirty *d, MDB_env *env);
+DL_HIDDEN void *dlmdb_spare_take(MDB_env *env);
+DL_HIDDEN void dlmdb_spare_drop_all(MDB_env *env);
 
 /* ---- lock file ------------------------------------------------------------------ */
 
@@ -303,6 +306,8 @@ struct MDB_env {
 	int e_opened;
 	int e_live_txns;	/* txns of this env currently open */
 	MDB_txn *e_wtxn;	/* the top-level write txn, if any */
+	void *e_spare;		/* page-sized buffers kept for the next write txn */
+	unsigned e_nspare;
 	pthread_mutex_t e_dbimutex;
 	pthread_mutex_t e_wlocal;	/* serialises writers under NOLOCK */
 	void *e_userctx;
@@ -507,6 +512,8 @@ DL_HIDDEN int dlmdb_put_dbrec(MDB_txn *txn, const char *name, size_t len, const 
 
 /* del.c */
 DL_HIDDEN int dlmdb_tree_del_current(MDB_cursor *mc, int allow_tree);
+/* the same for a cursor that is discarded right after: mc is not re-seeked */
+DL_HIDDEN int dlmdb_tree_del_discard(MDB_cursor *mc);
 DL_HIDDEN int dlmdb_tree_free_all(MDB_txn *txn, dl_dbrec *db);
 DL_HIDDEN void dlmdb_cursors_forget(MDB_txn *txn, MDB_dbi dbi);
 DL_HIDDEN void dlmdb_retarget_past(MDB_cursor *mc, const MDB_val *from, const MDB_val *to,

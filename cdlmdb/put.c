@@ -350,6 +350,12 @@ int mdb_cursor_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned int fla
 {
 	if (!mc || !mc->c_txn)
 		return EINVAL;
+	if ((flags & MDB_MULTIPLE) && key && data && mc->c_db && !(mc->c_db->d_flags & MDB_DUPFIXED)) {
+		/* LMDB refuses MULTIPLE outside DUPFIXED before any other check
+		 * (key size included) and reports zero items written */
+		data[1].mv_size = 0;
+		return MDB_INCOMPATIBLE;
+	}
 	int rc = put_checks(mc->c_txn, mc->c_dbi, key, data, flags, MDB_NOOVERWRITE |
 		MDB_NODUPDATA | MDB_RESERVE | MDB_APPEND | MDB_APPENDDUP | MDB_CURRENT | MDB_MULTIPLE);
 	if (rc)

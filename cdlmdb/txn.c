@@ -350,7 +350,7 @@ static void txn_release(MDB_txn *txn)
 		c = next;
 	}
 	txn->t_cursors = NULL;
-	dlmdb_dirty_free(&txn->t_dirty, 1);
+	dlmdb_dirty_release(&txn->t_dirty, txn->t_env);
 	txn_free_lists(txn);
 }
 

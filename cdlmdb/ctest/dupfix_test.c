@@ -2,8 +2,11 @@
  * dupfix_test.c - DUPSORT regressions: the duplicate cursor after a
  * refused MDB_APPEND (it once kept the previous key's half-saved state and
  * the cursor delete that followed crashed), and the duplicate ops on a
- * cursor whose exact SET failed (no duplicate position to step from).
- * Where stock LMDB 0.9.33 is sane the expectations are its behaviour.
+ * cursor whose exact SET failed (no duplicate position to step from),
+ * MDB_CURRENT on a one-value sub-page, MULTIPLE outside DUPFIXED, Del after
+ * Del; check_db's mdb_txn_check also audits the sub-page flags LMDB needs.
+ * Where stock LMDB 0.9.33 is sane the expectations are its behaviour (all
+ * but failed_set_then_dup_ops pass against stock, which crashes there).
  */
 #include "testutil.h"
 
@@ -191,6 +194,93 @@ static void failed_set_then_dup_ops(void)
 	}
 }
 
+/* MDB_CURRENT on a key whose sub-page holds one value keeps it a sub-page
+ * (a fresh cursor's NEXT_MULTIPLE then still finds it, as in LMDB). */
+static void put_current_one_value_subpage(void)
+{
+	MDB_dbi d;
+	MDB_txn *t;
+	MDB_cursor *c;
+	MDB_val k, v;
+	uint64_t one = 1, two = 2, five = 5;
+	MUST(mdb_txn_begin(env, NULL, 0, &t));
+	MUST(mdb_dbi_open(t, "fixed", MDB_CREATE | MDB_DUPSORT | MDB_DUPFIXED, &d));
+	k = sv("k");
+	v.mv_size = 8;
+	v.mv_data = &one;
+	MUST(mdb_put(t, d, &k, &v, 0));
+	v.mv_data = &two;
+	MUST(mdb_put(t, d, &k, &v, 0));
+	MUST(mdb_cursor_open(t, d, &c));
+	EXPECT_RC(mdb_cursor_get(c, &k, &v, MDB_GET_BOTH), 0);
+	EXPECT_RC(mdb_cursor_del(c, 0), 0);
+	k = sv("k");
+	EXPECT_RC(mdb_cursor_get(c, &k, &v, MDB_SET_KEY), 0);
+	EXPECT(v.mv_size == 8 && !memcmp(v.mv_data, &one, 8));
+	v.mv_size = 8;
+	v.mv_data = &five;
+	EXPECT_RC(mdb_cursor_put(c, &k, &v, MDB_CURRENT), 0);
+	mdb_cursor_close(c);
+	MUST(mdb_cursor_open(t, d, &c));
+	EXPECT_RC(mdb_cursor_get(c, &k, &v, MDB_NEXT_MULTIPLE), 0);
+	EXPECT(same(k, "k") && v.mv_size == 8 && !memcmp(v.mv_data, &five, 8));
+	mdb_size_t n = 0;
+	EXPECT_RC(mdb_cursor_count(c, &n), 0);
+	EXPECT(n == 1);
+	char msg[256];
+	EXPECT_RC(mdb_txn_check(t, msg, sizeof msg), MDB_SUCCESS);
+	mdb_cursor_close(c);
+	mdb_txn_abort(t);
+}
+
+/* MULTIPLE outside DUPFIXED is refused before the key size is looked at,
+ * and the written-items count is zero. */
+static void multiple_incompatible_first(void)
+{
+	MDB_dbi d;
+	MDB_txn *t = fresh(&d);
+	MDB_cursor *c;
+	char big[600];
+	memset(big, 'k', sizeof big);
+	uint64_t items[2] = {1, 2};
+	MDB_val k = {sizeof big, big}, m[2] = {{8, items}, {2, NULL}};
+	MUST(mdb_cursor_open(t, d, &c));
+	EXPECT_RC(mdb_cursor_put(c, &k, m, MDB_MULTIPLE), MDB_INCOMPATIBLE);
+	EXPECT(m[1].mv_size == 0);
+	k.mv_size = 3;
+	m[1].mv_size = 2;
+	EXPECT_RC(mdb_cursor_put(c, &k, m, MDB_MULTIPLE), MDB_INCOMPATIBLE);
+	EXPECT(m[1].mv_size == 0);
+	check_db(t, d, "", 0);
+	mdb_cursor_close(c);
+	mdb_txn_abort(t);
+}
+
+/* A cursor Del after a Del: the second removes the successor's first
+ * duplicate and the pending deleted-before mark survives, so NEXT_NODUP
+ * returns that key (with its remaining value) before moving on. */
+static void del_del_next_nodup(void)
+{
+	MDB_dbi d;
+	MDB_txn *t = fresh(&d);
+	MDB_cursor *c;
+	MDB_val k, v;
+	put(t, d, "m", "v1");
+	put(t, d, "m", "v2");
+	MUST(mdb_cursor_open(t, d, &c));
+	k = sv("a");
+	v = sv("x");
+	EXPECT_RC(mdb_cursor_put(c, &k, &v, 0), 0);
+	EXPECT_RC(mdb_cursor_del(c, 0), 0);
+	EXPECT_RC(mdb_cursor_del(c, 0), 0);
+	EXPECT_RC(mdb_cursor_get(c, &k, &v, MDB_NEXT_NODUP), 0);
+	EXPECT(same(k, "m") && same(v, "v2"));
+	EXPECT_RC(mdb_cursor_get(c, &k, &v, MDB_NEXT_NODUP), MDB_NOTFOUND);
+	check_db(t, d, "m=v2;", 1);
+	mdb_cursor_close(c);
+	mdb_txn_abort(t);
+}
+
 int main(void)
 {
 	tu_fresh_dir("build/dupfix_env");
@@ -203,7 +293,10 @@ int main(void)
 		failed_append(how, MDB_APPEND | MDB_APPENDDUP);
 	}
 	failed_append_single_last();
-	failed_set_then_dup_ops();
+	put_current_one_value_subpage();
+	multiple_incompatible_first();
+	del_del_next_nodup();
+	failed_set_then_dup_ops();	/* last: stock LMDB crashes in it */
 	mdb_env_close(env);
 	return tu_finish("dupfix_test");
 }
