@@ -633,8 +633,12 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 			return MDB_BAD_VALSIZE;
 		if (d.mv_size) {
 			rc = dlmdb_cursor_seek(xc, &probe, NULL, MDB_SET);
-			if (rc == 0)
+			if (rc == 0) {
+				/* APPENDDUP: LMDB looked only at the last value */
+				if ((flags & MDB_APPENDDUP) && (rc = dlmdb_cur_last(xc, &last, NULL)))
+					return rc;
 				return (flags & (MDB_NODUPDATA | MDB_APPENDDUP)) ? MDB_KEYEXIST : 0;
+			}
 			if (rc != MDB_NOTFOUND)
 				return rc;
 		}
@@ -674,13 +678,15 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 	while (pos < m && dcmp(&vals[pos], &d) < 0)
 		pos++;
 	if (pos < m && dcmp(&vals[pos], &d) == 0) {
-		rc = (flags & (MDB_NODUPDATA | MDB_APPENDDUP)) ? MDB_KEYEXIST : 0;
-		if (!rc)
-			rc = x_locate(mc, &d);
+		/* as LMDB, also when refused: the duplicate cursor ends on the
+		 * value found (APPENDDUP looks only at the last one: there) */
+		int prc = (flags & MDB_APPENDDUP) ? node_value_edge(mc, NULL, 1) : x_locate(mc, &d);
+		rc = prc ? prc : (flags & (MDB_NODUPDATA | MDB_APPENDDUP)) ? MDB_KEYEXIST : 0;
 		goto out;
 	}
 	if ((flags & MDB_APPENDDUP) && pos < m) {
-		rc = MDB_KEYEXIST;
+		int prc = node_value_edge(mc, NULL, 1);
+		rc = prc ? prc : MDB_KEYEXIST;
 		goto out;
 	}
 	memmove(vals + pos + 1, vals + pos, (m - pos) * sizeof(MDB_val));

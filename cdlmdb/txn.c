@@ -518,7 +518,18 @@ static int write_pages(MDB_txn *txn)
 		d->d_pages[i]->p_pgno = k;
 		list[n++] = d->d_pages[i];
 	}
-	qsort(list, n, sizeof *list, pg_order);
+	if (n > 24) {
+		qsort(list, n, sizeof *list, pg_order);
+	} else {
+		/* short txns dirty a handful of pages: a plain insertion sort */
+		for (size_t j = 1; j < n; j++) {
+			dl_page *x = list[j];
+			size_t at = j;
+			for (; at > 0 && list[at - 1]->p_pgno > x->p_pgno; at--)
+				list[at] = list[at - 1];
+			list[at] = x;
+		}
+	}
 #ifdef DLMDB_DEBUG
 	for (size_t j = 1; j < n; j++) {
 		dl_page *q = list[j - 1];

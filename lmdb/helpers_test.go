@@ -107,10 +107,9 @@ func beginWrite(t testing.TB, env *Env) *Txn {
 	return txn
 }
 
-// requireDupSort skips the calling test while the engine refuses sorted
+// requireDupSort fails the calling test unless the engine accepts sorted
 // duplicates with the given database flags (DupSort plus any of DupFixed,
-// IntegerDup, ReverseDup): it answers MDB_INCOMPATIBLE until that feature
-// lands, and the test then runs unchanged.
+// IntegerDup, ReverseDup).
 func requireDupSort(t testing.TB, env *Env, flags uint) {
 	t.Helper()
 	name := fmt.Sprintf("dupsort-probe-%#x", flags)
@@ -118,9 +117,6 @@ func requireDupSort(t testing.TB, env *Env, flags uint) {
 		_, err := txn.OpenDBI(name, Create|DupSort|flags)
 		return err
 	})
-	if errors.Is(err, Incompatible) {
-		t.Skipf("engine does not implement DupSort|%#x yet: %v", flags, err)
-	}
 	if err != nil {
 		t.Fatalf("probing DupSort support: %v", err)
 	}

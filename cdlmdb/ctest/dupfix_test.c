@@ -4,7 +4,8 @@
  * the cursor delete that followed crashed), and the duplicate ops on a
  * cursor whose exact SET failed (no duplicate position to step from),
  * MDB_CURRENT on a one-value sub-page, MULTIPLE outside DUPFIXED, Del after
- * Del; check_db's mdb_txn_check also audits the sub-page flags LMDB needs.
+ * Del, the cursor after a refused NODUPDATA/APPENDDUP; check_db's
+ * mdb_txn_check also audits the sub-page flags LMDB needs.
  * Where stock LMDB 0.9.33 is sane the expectations are its behaviour (all
  * but failed_set_then_dup_ops pass against stock, which crashes there).
  */
@@ -281,6 +282,50 @@ static void del_del_next_nodup(void)
 	mdb_txn_abort(t);
 }
 
+/* A refused NODUPDATA put leaves the duplicate cursor on the value found,
+ * a refused APPENDDUP on the last value (sub-page and sub-tree), so the
+ * cursor Del that follows removes that one. */
+static void refused_dup_put_position(void)
+{
+	for (int big = 0; big < 2; big++) {
+		MDB_dbi d;
+		MDB_txn *t = fresh(&d);
+		MDB_cursor *c;
+		MDB_val k, v;
+		char buf[16];
+		unsigned n = big ? 300 : 3;
+		for (unsigned i = 1; i <= n; i++) {
+			snprintf(buf, sizeof buf, "v%03u", i);
+			put(t, d, "k", buf);
+		}
+		snprintf(buf, sizeof buf, "v%03u", n);
+		MUST(mdb_cursor_open(t, d, &c));
+		static const struct { unsigned flags; const char *val; int last; } cases[] = {
+			{MDB_NODUPDATA, "v002", 0}, {MDB_APPENDDUP, "v001", 1}, {MDB_APPENDDUP, "v0015", 1}};
+		for (unsigned i = 0; i < 3; i++) {
+			EXPECT_RC(mdb_cursor_get(c, &k, &v, MDB_FIRST), 0);
+			k = sv("k");
+			v = sv(cases[i].val);
+			EXPECT_RC(mdb_cursor_put(c, &k, &v, cases[i].flags), MDB_KEYEXIST);
+			EXPECT_RC(mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT), 0);
+			EXPECT(same(k, "k") && same(v, cases[i].last ? buf : cases[i].val));
+		}
+		/* the cursor stands on the last value: delete it */
+		EXPECT_RC(mdb_cursor_del(c, 0), 0);
+		k = sv("k");
+		v = sv(buf);
+		EXPECT_RC(mdb_cursor_get(c, &k, &v, MDB_GET_BOTH), MDB_NOTFOUND);
+		mdb_size_t cnt = 0;
+		EXPECT_RC(mdb_cursor_get(c, &k, &v, MDB_SET), 0);
+		EXPECT_RC(mdb_cursor_count(c, &cnt), 0);
+		EXPECT(cnt == n - 1);
+		char msg[256];
+		EXPECT_RC(mdb_txn_check(t, msg, sizeof msg), MDB_SUCCESS);
+		mdb_cursor_close(c);
+		mdb_txn_abort(t);
+	}
+}
+
 int main(void)
 {
 	tu_fresh_dir("build/dupfix_env");
@@ -296,6 +341,7 @@ int main(void)
 	put_current_one_value_subpage();
 	multiple_incompatible_first();
 	del_del_next_nodup();
+	refused_dup_put_position();
 	failed_set_then_dup_ops();	/* last: stock LMDB crashes in it */
 	mdb_env_close(env);
 	return tu_finish("dupfix_test");

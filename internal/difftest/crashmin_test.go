@@ -1,3 +1,7 @@
+//go:build dlmdb_tools
+
+// A search tool, not a check: go test -tags dlmdb_tools ./internal/difftest -run TestCrashMinimise -difftest.crashmaster=N
+
 package difftest
 
 import (

@@ -97,10 +97,27 @@ func testScale(t testing.TB) int {
 }
 
 // masterSeed returns the seed for a randomised test and logs how to repeat it.
+// defaultMasterSeed is the master seed `make test` uses unless told otherwise.
+const defaultMasterSeed = 20261129
+
 func masterSeed(t testing.TB) int64 {
+	// The default master seed is fixed so that `make test` replays the same
+	// (randomly generated) sequences every run; DLMDB_TEST_SEED=random draws a
+	// fresh one for exploration, DLMDB_TEST_SEED=N picks N.
 	seed := *flagMaster
 	if seed == 0 {
-		seed = time.Now().UnixNano() & 0x7fffffffffff
+		seed = defaultMasterSeed
+		switch s := os.Getenv("DLMDB_TEST_SEED"); s {
+		case "":
+		case "random":
+			seed = time.Now().UnixNano() & 0x7fffffffffff
+		default:
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				t.Fatalf("DLMDB_TEST_SEED=%q: want an integer or \"random\"", s)
+			}
+			seed = n
+		}
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
