@@ -7,27 +7,88 @@
  * walks every tree (free DB excluded: the copy has no free pages) and
  * renumbers pages in post-order as it writes them, patching child pointers,
  * overflow page numbers and named-DB roots on the way.
+ *
+ * The output is produced strictly front to back with plain write(2): no
+ * seeks, no positioned writes, so the destination may be a pipe, a socket
+ * or a terminal as well as a file.  For the compacting copy that means the
+ * metas (which name the new root and last page) must be known before any
+ * tree page is emitted; a first, write-free walk over the snapshot computes
+ * them, and the second walk emits the pages in the same order.
  */
 #include "internal.h"
+#include <poll.h>
 
-static int write_at(int fd, const void *buf, size_t len, off_t off)
+/* Push len bytes to fd in order, riding out short writes, EINTR and (for
+ * a non-blocking descriptor) EAGAIN. */
+static int emit_raw(int fd, const char *p, size_t len)
 {
-	const char *p = buf;
 	while (len) {
-		ssize_t n = pwrite(fd, p, len, off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? errno : EIO;
+		size_t chunk = len > ((size_t)1 << 30) ? ((size_t)1 << 30) : len;
+		ssize_t n = write(fd, p, chunk);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				struct pollfd pf = {.fd = fd, .events = POLLOUT};
+				if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+					return errno;
+				continue;
+			}
+			return errno;
+		}
+		if (n == 0)
+			return EIO;
 		p += n;
 		len -= (size_t)n;
-		off += n;
 	}
 	return 0;
 }
 
-static int write_metas(MDB_txn *txn, int fd, const dl_dbrec *freedb, const dl_dbrec *maindb,
-	pgno_t last)
+/* A small staging buffer in front of the descriptor, so the compacting
+ * copy does not issue one syscall per page. */
+struct outstream {
+	int fd;
+	char *buf;
+	size_t fill, cap;
+};
+
+static int out_flush(struct outstream *o)
+{
+	int rc = emit_raw(o->fd, o->buf, o->fill);
+	o->fill = 0;
+	return rc;
+}
+
+static int out_put(struct outstream *o, const void *data, size_t len)
+{
+	if (o->fill + len > o->cap) {
+		int rc = out_flush(o);
+		if (rc)
+			return rc;
+		if (len >= o->cap)	/* big run: hand it to the kernel as is */
+			return emit_raw(o->fd, data, len);
+	}
+	memcpy(o->buf + o->fill, data, len);
+	o->fill += len;
+	return 0;
+}
+
+/* fsync the finished copy; descriptors that cannot be synced (pipes,
+ * sockets, some special files) are not an error. */
+static int sync_dest(int fd)
+{
+	while (fsync(fd)) {
+		if (errno == EINTR)
+			continue;
+		if (errno == EINVAL || errno == EROFS || errno == ENOTSUP)
+			return 0;
+		return errno;
+	}
+	return 0;
+}
+
+static int write_metas(MDB_txn *txn, struct outstream *o, const dl_dbrec *freedb,
+	const dl_dbrec *maindb, pgno_t last)
 {
 	MDB_env *env = txn->t_env;
 	size_t ps = env->e_psize;
@@ -52,14 +113,16 @@ static int write_metas(MDB_txn *txn, int fd, const dl_dbrec *freedb, const dl_db
 		p->p_flags = DL_P_META;
 		memcpy((char *)p + DL_PAGEHDR, &m, sizeof m);
 	}
-	int rc = write_at(fd, buf, 2 * ps, 0);
+	int rc = out_put(o, buf, 2 * ps);
 	free(buf);
 	return rc;
 }
 
+/* State of one compacting walk.  With out == NULL the walk only assigns
+ * page numbers (the sizing pass); otherwise it also emits every page. */
 struct compactor {
 	MDB_txn *txn;
-	int fd;
+	struct outstream *out;
 	pgno_t next;	/* next page number in the copy */
 	size_t psize;
 };
@@ -75,19 +138,19 @@ static int copy_overflow(struct compactor *cp, pgno_t pg, pgno_t *out)
 	if (!(ov->p_flags & DL_P_OVERFLOW))
 		return MDB_CORRUPTED;
 	uint32_t n = dl_pg_ovcount(ov);
-	if (pg + n > cp->txn->t_next_pg)
+	if (n == 0 || pg + n > cp->txn->t_next_pg)
 		return MDB_CORRUPTED;
 	pgno_t np = cp->next;
 	cp->next += n;
+	*out = np;
+	if (!cp->out)
+		return 0;
 	/* header first (with the new number), then the rest verbatim */
 	dl_page hdr = *ov;
 	hdr.p_pgno = np;
-	if ((rc = write_at(cp->fd, &hdr, sizeof hdr, (off_t)(np * cp->psize))))
+	if ((rc = out_put(cp->out, &hdr, sizeof hdr)))
 		return rc;
-	rc = write_at(cp->fd, (char *)ov + sizeof hdr, n * cp->psize - sizeof hdr,
-		(off_t)(np * cp->psize + sizeof hdr));
-	*out = np;
-	return rc;
+	return out_put(cp->out, (char *)ov + sizeof hdr, n * cp->psize - sizeof hdr);
 }
 
 static int copy_tree(struct compactor *cp, pgno_t pg, int is_main, unsigned depth, pgno_t *out)
@@ -98,10 +161,13 @@ static int copy_tree(struct compactor *cp, pgno_t pg, int is_main, unsigned dept
 		return MDB_CORRUPTED;
 	if ((rc = dlmdb_page_get(cp->txn, pg, &src)))
 		return rc;
-	dl_page *p = malloc(cp->psize);
-	if (!p)
-		return ENOMEM;
-	memcpy(p, src, cp->psize);
+	/* the sizing pass only reads; the emitting pass patches a private copy */
+	dl_page *p = src;
+	if (cp->out) {
+		if (!(p = malloc(cp->psize)))
+			return ENOMEM;
+		memcpy(p, src, cp->psize);
+	}
 	unsigned n = dl_pg_nkeys(p);
 	for (unsigned i = 0; i < n && !rc; i++) {
 		if (dl_pg_is_leaf2(p))
@@ -109,28 +175,57 @@ static int copy_tree(struct compactor *cp, pgno_t pg, int is_main, unsigned dept
 		dl_node *nd = dl_pg_node(p, i);
 		pgno_t np;
 		if (dl_pg_is_branch(p)) {
-			if (!(rc = copy_tree(cp, dl_node_child(nd), is_main, depth + 1, &np)))
+			if (!(rc = copy_tree(cp, dl_node_child(nd), is_main, depth + 1, &np)) && cp->out)
 				dl_node_set_child(nd, np);
 		} else if (nd->n_flags & DL_N_BIG) {
-			if (!(rc = copy_overflow(cp, dl_node_bigpg(nd), &np)))
+			if (!(rc = copy_overflow(cp, dl_node_bigpg(nd), &np)) && cp->out)
 				memcpy(dl_node_data(nd), &np, sizeof np);
 		} else if ((nd->n_flags & DL_N_TREE) && (is_main || (nd->n_flags & DL_N_DUP)) &&
 			   dl_node_dsize(nd) == sizeof(dl_dbrec)) {
 			dl_dbrec rec;
 			memcpy(&rec, dl_node_data(nd), sizeof rec);
 			if (rec.d_root != DL_NO_PAGE &&
-			    !(rc = copy_tree(cp, rec.d_root, 0, depth + 1, &np))) {
+			    !(rc = copy_tree(cp, rec.d_root, 0, depth + 1, &np)) && cp->out) {
 				rec.d_root = np;
 				memcpy(dl_node_data(nd), &rec, sizeof rec);
 			}
 		}
 	}
 	if (!rc) {
-		p->p_pgno = cp->next++;
-		*out = p->p_pgno;
-		rc = write_at(cp->fd, p, cp->psize, (off_t)(p->p_pgno * cp->psize));
+		*out = cp->next++;
+		if (cp->out) {
+			p->p_pgno = *out;
+			rc = out_put(cp->out, p, cp->psize);
+		}
 	}
-	free(p);
+	if (cp->out)
+		free(p);
+	return rc;
+}
+
+/* Compacting copy: size the result, emit the metas, then the pages. */
+static int copy_compact(MDB_txn *txn, struct outstream *o)
+{
+	MDB_env *env = txn->t_env;
+	dl_dbrec freedb, maindb = txn->t_dbs[DL_MAIN_DBI];
+	memset(&freedb, 0, sizeof freedb);
+	freedb.d_flags = txn->t_dbs[DL_FREE_DBI].d_flags;
+	freedb.d_root = DL_NO_PAGE;
+	pgno_t oldroot = maindb.d_root;
+	struct compactor sizing = {txn, NULL, DL_NMETAS, env->e_psize};
+	int rc = 0;
+	if (oldroot != DL_NO_PAGE)
+		rc = copy_tree(&sizing, oldroot, 1, 1, &maindb.d_root);
+	if (!rc)
+		rc = write_metas(txn, o, &freedb, &maindb, sizing.next - 1);
+	if (rc || oldroot == DL_NO_PAGE)
+		return rc;
+	struct compactor emit = {txn, o, DL_NMETAS, env->e_psize};
+	pgno_t newroot;
+	rc = copy_tree(&emit, oldroot, 1, 1, &newroot);
+	/* the snapshot cannot change, so both walks must agree exactly */
+	if (!rc && (newroot != maindb.d_root || emit.next != sizing.next))
+		rc = MDB_PROBLEM;
 	return rc;
 }
 
@@ -138,29 +233,30 @@ int mdb_env_copyfd2(MDB_env *env, mdb_filehandle_t fd, unsigned int flags)
 {
 	if (!env || fd < 0 || (flags & ~MDB_CP_COMPACT))
 		return EINVAL;
+	size_t ps = env->e_psize;
+	size_t per = ((size_t)1 << 20) / ps;
+	struct outstream o = {fd, NULL, 0, (per ? per : 1) * ps};
+	if (!(o.buf = malloc(o.cap)))
+		return ENOMEM;
 	MDB_txn *txn;
 	int rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn);
-	if (rc)
+	if (rc) {
+		free(o.buf);
 		return rc;
+	}
 	if (flags & MDB_CP_COMPACT) {
-		struct compactor cp = {txn, fd, DL_NMETAS, env->e_psize};
-		dl_dbrec freedb, maindb = txn->t_dbs[DL_MAIN_DBI];
-		memset(&freedb, 0, sizeof freedb);
-		freedb.d_flags = txn->t_dbs[DL_FREE_DBI].d_flags;
-		freedb.d_root = DL_NO_PAGE;
-		if (maindb.d_root != DL_NO_PAGE)
-			rc = copy_tree(&cp, maindb.d_root, 1, 1, &maindb.d_root);
-		if (!rc)
-			rc = write_metas(txn, fd, &freedb, &maindb, cp.next - 1);
+		rc = copy_compact(txn, &o);
 	} else {
-		rc = write_metas(txn, fd, &txn->t_dbs[DL_FREE_DBI], &txn->t_dbs[DL_MAIN_DBI],
+		rc = write_metas(txn, &o, &txn->t_dbs[DL_FREE_DBI], &txn->t_dbs[DL_MAIN_DBI],
 			txn->t_next_pg - 1);
-		size_t ps = env->e_psize;
 		size_t len = (size_t)(txn->t_next_pg - DL_NMETAS) * ps;
 		if (!rc && len)
-			rc = write_at(fd, env->e_map + DL_NMETAS * ps, len, (off_t)(DL_NMETAS * ps));
+			rc = out_put(&o, env->e_map + DL_NMETAS * ps, len);
 	}
+	if (!rc)
+		rc = out_flush(&o);
 	mdb_txn_abort(txn);
+	free(o.buf);
 	return rc;
 }
 
@@ -191,8 +287,8 @@ int mdb_env_copy2(MDB_env *env, const char *path, unsigned int flags)
 	if (fd < 0)
 		return errno;
 	int rc = mdb_env_copyfd2(env, fd, flags);
-	if (!rc && fsync(fd))
-		rc = errno;
+	if (!rc)
+		rc = sync_dest(fd);
 	if (close(fd) && !rc)
 		rc = errno;
 	return rc;

@@ -559,6 +559,10 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		k.mv_size = ck.mv_size;
 		memcpy(valbuf, d.mv_data, d.mv_size);
 		d.mv_data = valbuf;
+		/* as LMDB: replacing the current value in place does not move the
+		 * duplicate cursor, so a run-off-the-end mark (LastDup, Last, ...)
+		 * survives it (GetMultiple then still returns nothing) */
+		unsigned xeof = (x->x_c.c_flags & DL_C_INIT) ? (x->x_c.c_flags & DL_C_EOF) : 0;
 		dl_node *cn = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
 		dl_page hdr;
 		if ((cn->n_flags & (DL_N_DUP | DL_N_TREE)) == DL_N_DUP && dl_node_dsize(cn) >= DL_PAGEHDR) {
@@ -579,12 +583,17 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 				if ((rc = dlmdb_tree_put(mc, &k, &sub, DL_PUT_DUP)))
 					return rc;
 				subpage_stamp(mc);
-				return x_locate(mc, &d);
+				if ((rc = x_locate(mc, &d)) == 0)
+					x->x_c.c_flags |= xeof;
+				return rc;
 			}
 		}
 		if ((rc = dlmdb_dup_del(mc, 0)))
 			return rc;
-		flags &= ~MDB_CURRENT;
+		rc = dlmdb_dup_put(mc, &k, &d, flags & ~MDB_CURRENT);
+		if (rc == 0 && (x->x_c.c_flags & DL_C_INIT))
+			x->x_c.c_flags |= xeof;
+		return rc;
 	}
 	rc = dlmdb_search_root(mc, &k, DL_SEARCH_KEY);
 	if (rc && rc != MDB_NOTFOUND)

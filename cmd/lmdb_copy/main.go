@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/dlmdb/dlmdb-go/internal/toolutil"
 	"github.com/dlmdb/dlmdb-go/lmdb"
@@ -100,39 +101,58 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// copyToWriter streams the copy to w. A regular file receives the copy
-// directly through its descriptor. Anything else (a pipe, a terminal, an
-// in-memory writer) gets it through a temporary file, because the engine's
-// copy may position its writes, which a pipe cannot do.
+// copyToWriter streams the copy to w. The engine writes its copy strictly
+// in order, so any *os.File (regular file, pipe, socket, terminal) receives
+// it straight through its descriptor. Any other writer is fed through an
+// os.Pipe whose read end is drained into w while the copy runs.
 func copyToWriter(env *lmdb.Env, flags uint, w, stderr io.Writer) error {
 	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			stop := toolutil.Ticker(stderr, "lmdb_copy", nil)
-			err := env.CopyFDFlag(f.Fd(), flags)
-			stop()
-			return err
-		}
+		stop := toolutil.Ticker(stderr, "lmdb_copy", nil)
+		err := env.CopyFDFlag(f.Fd(), flags)
+		stop()
+		return err
 	}
-	tmp, err := os.CreateTemp("", "lmdb_copy-*.mdb")
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
+	cw := &countingWriter{w: w}
+	drained := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(cw, pr)
+		// Keep reading after a failed write to w so the copy is never
+		// left blocked on a full pipe; its result is discarded anyway.
+		if err != nil {
+			io.Copy(io.Discard, pr)
+		}
+		pr.Close()
+		drained <- err
+	}()
 	stop := toolutil.Ticker(stderr, "lmdb_copy", func() string {
-		if st, err := tmp.Stat(); err == nil {
-			return toolutil.HumanBytes(st.Size()) + " written"
-		}
-		return ""
+		return toolutil.HumanBytes(cw.n.Load()) + " written"
 	})
-	err = env.CopyFDFlag(tmp.Fd(), flags)
+	copyErr := env.CopyFDFlag(pw.Fd(), flags)
+	closeErr := pw.Close()
+	drainErr := <-drained
 	stop()
-	if err != nil {
-		return err
+	switch {
+	case copyErr != nil:
+		return copyErr
+	case closeErr != nil:
+		return closeErr
 	}
-	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	_, err = io.Copy(w, tmp)
-	return err
+	return drainErr
+}
+
+// countingWriter passes writes through and counts the bytes for the
+// progress line.
+type countingWriter struct {
+	w io.Writer
+	n atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -109,6 +111,51 @@ func TestCopyToStdoutAndNoSubdir(t *testing.T) {
 		}
 		tooltest.CheckContents(t, dst, lmdb.NoSubdir, dbs)
 		checkWithOurEngine(t, dst, lmdb.NoSubdir)
+	}
+}
+
+// TestCopyToPipeStdout hands the tool a real pipe as standard output: the
+// engine must stream into the descriptor without seeking.
+func TestCopyToPipeStdout(t *testing.T) {
+	work := t.TempDir()
+	src := filepath.Join(work, "src")
+	os.Mkdir(src, 0o755)
+	dbs := tooltest.Fixture()
+	tooltest.Build(t, src, dbs)
+
+	sizes := map[bool]int{}
+	for _, compact := range []bool{false, true} {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan []byte, 1)
+		go func() {
+			b, _ := io.ReadAll(pr)
+			pr.Close()
+			got <- b
+		}()
+		args := []string{src}
+		if compact {
+			args = []string{"-c", src}
+		}
+		var errOut bytes.Buffer
+		runErr := run(args, pw, &errOut)
+		pw.Close()
+		data := <-got
+		if runErr != nil {
+			t.Fatalf("compact=%v: %v", compact, runErr)
+		}
+		sizes[compact] = len(data)
+		file := filepath.Join(work, fmt.Sprintf("pipe-%v.mdb", compact))
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tooltest.CheckContents(t, file, lmdb.NoSubdir, dbs)
+		checkWithOurEngine(t, file, lmdb.NoSubdir)
+	}
+	if sizes[true] >= sizes[false] {
+		t.Errorf("compact stream is %d bytes, plain stream %d", sizes[true], sizes[false])
 	}
 }
 

@@ -591,6 +591,9 @@ type side struct {
 	dbis  []uint32
 	txns  []tTxn
 	curs  [][]tCursor // per txn level: len(diffDBs)*cursorSlots
+	// stock sub-cursor bug step-arounds (stockdup_test.go)
+	marks       map[tCursor]uint8
+	pendingNote string
 }
 
 // seqEnvFlags picks the env flags of a sequence from its seed: most runs use
@@ -761,7 +764,12 @@ func successor(kind keyKind, last []byte, bump uint) []byte {
 // apply runs one op on the side and reports its observable result. A Go
 // panic inside the engine is reported as a result too.
 func (s *side) apply(o op) (r result) {
+	o, skipped := s.beforeDupOp(o) // stock bug 4 (stockdup_test.go)
+	if skipped != nil {
+		return *skipped
+	}
 	r = s.apply1(o)
+	s.afterDupOp(o, &r) // stock bugs 2, 5, 6, 7 (stockdup_test.go)
 	// In DUPSORT DBs stock LMDB crashes (NULL sub-cursor page) when a cursor
 	// is used after another cursor or a txn-level write deleted duplicates
 	// under it, so there the harness always forgets the other cursors of a
