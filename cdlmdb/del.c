@@ -93,7 +93,8 @@ static unsigned fill_permille(const dl_page *p, size_t cap)
  * and holds more than one item takes one item from it, and the parent's
  * separator of the page that got a new first key is rewritten.  Doing the
  * same keeps our page boundaries equal to stock's.  *done stays 0 when the
- * neighbour does not qualify or the new separator does not fit in place.
+ * neighbour does not qualify; a new separator too long for the parent's free
+ * room splits the parent (LMDB's key update does that too).
  */
 static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
 {
@@ -125,8 +126,8 @@ static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
 	memcpy(keybuf, dl_node_key(first), first->n_ksize);
 	const dl_node *old = dl_pg_node(parent, sepidx);
 	size_t oldb = dl_even(DL_NODEHDR + old->n_ksize), newb = dl_even(DL_NODEHDR + sep.mv_size);
-	if (newb > oldb && dl_pg_room(parent) < newb - oldb)
-		return 0;
+	/* a longer separator that does not fit splits the parent, as in LMDB */
+	int grow = newb > oldb && dl_pg_room(parent) < newb - oldb;
 	if ((rc = dlmdb_page_touch(txn, sib, &nsib)))
 		return rc;
 	if (nsib != sib) {
@@ -145,9 +146,19 @@ static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
 	dlmdb_pg_del_node(sib, from);
 	pgno_t child = dl_node_child(dl_pg_node(parent, sepidx));
 	dlmdb_pg_del_node(parent, sepidx);
-	dlmdb_pg_add_branch(parent, sepidx, &sep, child);
 	*done = 1;
-	return 0;
+	if (!grow) {
+		dlmdb_pg_add_branch(parent, sepidx, &sep, child);
+		return 0;
+	}
+	unsigned char nodebuf[DL_NODEHDR + DL_MAXKEY + 2];
+	dl_node *sepnode = (dl_node *)nodebuf;
+	memset(nodebuf, 0, DL_NODEHDR);
+	sepnode->n_ksize = (uint16_t)sep.mv_size;
+	memcpy(nodebuf + DL_NODEHDR, keybuf, sep.mv_size);
+	dl_node_set_child(sepnode, child);
+	int split = 0;
+	return dlmdb_insert_at(mc, level - 1, sepidx, nodebuf, DL_NODEHDR + sep.mv_size, 0, &split);
 }
 
 static int rebalance(MDB_cursor *mc)

@@ -561,8 +561,10 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		d.mv_data = valbuf;
 		/* as LMDB: replacing the current value in place does not move the
 		 * duplicate cursor, so a run-off-the-end mark (LastDup, Last, ...)
-		 * survives it (GetMultiple then still returns nothing) */
+		 * survives it (GetMultiple then still returns nothing); so does the
+		 * key cursor's (NextDup after a failed NextNoDup stays NotFound) */
 		unsigned xeof = (x->x_c.c_flags & DL_C_INIT) ? (x->x_c.c_flags & DL_C_EOF) : 0;
+		unsigned meof = mc->c_flags & DL_C_EOF;
 		dl_node *cn = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
 		dl_page hdr;
 		if ((cn->n_flags & (DL_N_DUP | DL_N_TREE)) == DL_N_DUP && dl_node_dsize(cn) >= DL_PAGEHDR) {
@@ -583,8 +585,10 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 				if ((rc = dlmdb_tree_put(mc, &k, &sub, DL_PUT_DUP)))
 					return rc;
 				subpage_stamp(mc);
-				if ((rc = x_locate(mc, &d)) == 0)
+				if ((rc = x_locate(mc, &d)) == 0) {
 					x->x_c.c_flags |= xeof;
+					mc->c_flags |= meof;
+				}
 				return rc;
 			}
 		}
@@ -593,6 +597,8 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		rc = dlmdb_dup_put(mc, &k, &d, flags & ~MDB_CURRENT);
 		if (rc == 0 && (x->x_c.c_flags & DL_C_INIT))
 			x->x_c.c_flags |= xeof;
+		if (rc == 0 && (mc->c_flags & DL_C_INIT))
+			mc->c_flags |= meof;
 		return rc;
 	}
 	rc = dlmdb_search_root(mc, &k, DL_SEARCH_KEY);

@@ -135,6 +135,7 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 				return MDB_KEYEXIST;
 			}
 			mc->c_ki[mc->c_top]++;
+			eofkeep = DL_C_EOF;	/* LMDB's LAST step marks EOF and keeps it */
 		}
 	} else {
 		if ((mc->c_flags & DL_C_SAVED) && (rc = dlmdb_cursor_revalidate(mc)))

@@ -593,6 +593,8 @@ type side struct {
 	curs  [][]tCursor // per txn level: len(diffDBs)*cursorSlots
 	// stock sub-cursor bug step-arounds (stockdup_test.go)
 	marks       map[tCursor]uint8
+	lastKey     map[tCursor][]byte
+	freshCursor bool
 	pendingNote string
 }
 
@@ -760,6 +762,9 @@ func successor(kind keyKind, last []byte, bump uint) []byte {
 	}
 	return nil
 }
+
+// unsetKey: see the FirstDup case in apply1.
+var unsetKey = []byte("\xff(key not set)")
 
 // apply runs one op on the side and reports its observable result. A Go
 // panic inside the engine is reported as a result too.
@@ -956,6 +961,18 @@ func (s *side) apply1(o op) (r result) {
 			k, v, err = c.get(o.key, o.val, cop)
 		case opCurSet, opCurSetKey, opCurSetRange:
 			k, v, err = c.get(o.key, nil, cop)
+		case opCurFirstDup, opCurLastDup, opCurGetMultiple:
+			// LMDB leaves the key unset for these when the item has
+			// duplicates, and lmdb-go then copies whatever its key buffer
+			// holds: after a cursor Put that turned a single value into
+			// duplicates that is a wild pointer (Put k=a; cursor Put k=b;
+			// FirstDup -> nil-pointer panic or SIGSEGV in the binding).
+			// Passing a placeholder key gives the binding valid memory; a
+			// key still equal to it was not set by the engine (both sides).
+			k, v, err = c.get(unsetKey, nil, cop)
+			if bytes.Equal(k, unsetKey) {
+				k = nil
+			}
 		default:
 			k, v, err = c.get(nil, nil, cop)
 		}

@@ -2,8 +2,10 @@ package difftest
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -60,6 +62,13 @@ func TestCursorSemantics(t *testing.T) {
 		{"item deleted by another cursor, then insert before", []op{
 			put("g"), put("m"), cur(opCurSet, 1, "g"), cur(opCurFirst, 2, ""), cur(opCurDel, 2, ""),
 			put("j"), cur(opCurNext, 1, ""),
+		}},
+		// A cursor Put with MDB_APPEND leaves LMDB's EOF mark (it steps to
+		// the last item first); as after Last, the mark survives an insert
+		// behind the cursor and a Del (seed 66179467738538197).
+		{"cursor Append, insert after, Del, Next", []op{
+			put("j"), {kind: opCurPut, slot: 1, key: []byte("m"), val: []byte("x"), flags: fAppend},
+			put("s"), cur(opCurDel, 1, ""), cur(opCurNext, 1, ""),
 		}},
 		{"Del of last item, Next, Del again", []op{
 			put("a"), put("b"), cur(opCurLast, 0, ""), cur(opCurDel, 0, ""), cur(opCurNext, 0, ""),
@@ -132,5 +141,60 @@ func TestNestedTxnOverflowReuse(t *testing.T) {
 		if mm != nil {
 			t.Errorf("child committed=%v: %v", commitChild, mm)
 		}
+	}
+}
+
+// Found by TestDifferential (seed 4367162740686136049): a delete leaves a
+// leaf underfull and it borrows the last item of its left neighbour; the
+// new separator for it in the parent is a long key that does not fit there.
+// Stock LMDB then splits the parent (its key update does), our engine used
+// to merge the two leaves instead. Both trees are valid, but the page
+// boundary shows through LMDB's cursor arithmetic: after a Set that finds
+// nothing, Next returns the first key above it when the insertion point is
+// at the end of a leaf and the second one otherwise. Keys are "NNNN" plus
+// L times 'a' ("P0070.8" = put of "0070aaaaaaaa"); S = Set of the key plus
+// a zero byte (a miss just after it), N = Next on the same cursor.
+func TestBorrowWithParentSplit(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	const seq = `P0070.8 P0192.3 P0061.431 P0072.4 P0105.5 P0034.3 P0090.491 P0128.357 P0052.3 P0197.393
+		P0023.410 P0123.5 P0080.4 P0186.488 P0102.3 P0025.8 P0133.8 P0082.448 P0050.7 P0022.7 P0176.8
+		P0010.418 P0098.6 P0079.420 P0078.412 P0035.2 P0106.5 P0153.478 P0165.357 P0039.8 P0028.3
+		P0062.348 P0084.465 P0001.440 P0019.466 P0120.6 P0047.383 P0041.8 P0037.354 P0168.8 P0138.7
+		P0151.5 P0032.356 P0115.7 P0137.373 P0110.4 P0150.3 P0116.1 P0154.393 P0095.316 P0159.329
+		P0172.8 P0144.8 P0108.6 P0101.1 P0011.490 P0140.2 P0097.2 P0171.7 P0020.432 P0067.465 P0190.7
+		P0058.1 P0185.5 P0024.1 P0099.2 P0191.2 P0049.376 P0006.3 P0016.5 P0109.7 P0178.3 P0188.4
+		P0126.394 P0170.5 P0184.6 P0069.486 P0164.375 P0143.1 P0119.321 P0139.7 P0149.2 P0104.393
+		P0198.8 P0146.356 P0114.396 P0017.5 P0076.422 P0030.418 P0008.5 P0003.314 P0125.396 P0167.493
+		P0161.355 P0096.490 P0130.404 P0000.5 P0117.2 P0156.417 P0112.302 P0163.384 P0004.384
+		P0169.474 P0129.405 P0132.412 P0127.396 D0168.8 D0114.396 S0109.7 N`
+	var ops []op
+	for _, w := range strings.Fields(seq) {
+		if w == "N" {
+			ops = append(ops, op{kind: opCurNext, slot: 1})
+			continue
+		}
+		var n int
+		if _, err := fmt.Sscanf(w[6:], "%d", &n); err != nil || w[5] != '.' {
+			t.Fatalf("bad word %q", w)
+		}
+		key := append([]byte(w[1:5]), bytes.Repeat([]byte{'a'}, n)...)
+		switch w[0] {
+		case 'P':
+			ops = append(ops, op{kind: opPut, key: key, val: []byte("v")})
+		case 'D':
+			ops = append(ops, op{kind: opDel, key: key})
+		case 'S':
+			ops = append(ops, op{kind: opCurSet, slot: 1, key: append(key, 0)})
+		default:
+			t.Fatalf("bad word %q", w)
+		}
+	}
+	mm, err := runOps(filepath.Join(t.TempDir(), "b"), subject, stockEngine{}, ops, fNoSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mm != nil {
+		t.Errorf("%v", mm)
 	}
 }
