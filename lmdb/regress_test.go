@@ -150,3 +150,66 @@ func TestRegressFailedCursorAppendThenDel(t *testing.T) {
 	})
 	checkCounts(t, env, dbi)
 }
+
+// TestDelEmptyValueIntegerDup pins what Txn.Del(dbi, key, nil) does in an
+// IntegerDup database: like lmdb-go, a nil value is handed to the engine as
+// an empty data item, i.e. "delete the duplicate equal to the empty value".
+// No integer duplicate is empty, so nothing is deleted: NotFound for a key
+// holding one value, BadValSize for a fixed-size duplicate set. (Stock LMDB's integer comparator reads past the empty item here,
+// so its answer depends on memory contents; the differential test steps
+// around exactly this case.)
+func TestDelEmptyValueIntegerDup(t *testing.T) {
+	env := openEnv(t, 0)
+	requireDupSort(t, env, DupFixed|IntegerDup)
+	err := env.Update(func(txn *Txn) error {
+		dbi, err := txn.OpenDBI("intdup", Create|DupSort|DupFixed|IntegerDup)
+		if err != nil {
+			return err
+		}
+		zero, one := []byte{0, 0, 0, 0}, []byte{1, 0, 0, 0}
+		for _, v := range [][]byte{zero, one} {
+			if err := txn.Put(dbi, []byte("k"), v, 0); err != nil {
+				return err
+			}
+		}
+		// A lone value is a plain node: the empty item simply matches nothing.
+		if err := txn.Put(dbi, []byte("lone"), one, 0); err != nil {
+			return err
+		}
+		// With several duplicates the fixed-size set rejects an item of
+		// the wrong size outright, as stock does.
+		for _, v := range [][]byte{nil, {}} {
+			if err := txn.Del(dbi, []byte("lone"), v); !IsNotFound(err) {
+				t.Errorf("Del(lone, %#v) = %v, want NotFound", v, err)
+			}
+			if err := txn.Del(dbi, []byte("k"), v); !IsErrno(err, BadValSize) {
+				t.Errorf("Del(k, %#v) = %v, want BadValSize", v, err)
+			}
+		}
+		if _, err := txn.Get(dbi, []byte("lone")); err != nil {
+			t.Errorf("lone value gone after refused deletes: %v", err)
+		}
+		cur, err := txn.OpenCursor(dbi)
+		if err != nil {
+			return err
+		}
+		defer cur.Close()
+		if _, _, err := cur.Get([]byte("k"), nil, SetKey); err != nil {
+			return err
+		}
+		if n, err := cur.Count(); err != nil || n != 2 {
+			t.Errorf("after refused deletes: Count = %d, %v; want 2", n, err)
+		}
+		if err := txn.Del(dbi, []byte("k"), zero); err != nil {
+			t.Errorf("Del(k, 0) = %v, want success", err)
+		}
+		v, err := txn.Get(dbi, []byte("k"))
+		if err != nil || string(v) != string(one) {
+			t.Errorf("after deleting 0: Get = %v, %v; want the value 1", v, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

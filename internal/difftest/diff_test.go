@@ -773,6 +773,15 @@ func (s *side) apply(o op) (r result) {
 	if skipped != nil {
 		return *skipped
 	}
+	// Stock UB, not a difference: Del(key, nil) hands the engine an empty
+	// data item (lmdb-go semantics: delete the matching empty duplicate). In
+	// an INTEGERDUP DB stock's integer comparator then reads 4 bytes past
+	// that empty item, so its answer depends on whatever memory follows
+	// (seen flipping under -asan, seed 2184710774245556269). Ours compares
+	// sizes first and answers NotFound; TestDelEmptyValueIntegerDup pins it.
+	if (o.kind == opDel || (o.kind == opDelDup && len(o.val) == 0)) && diffDBs[o.db].flags&fIntegerDup != 0 {
+		return result{note: "skipped: empty data item in an INTEGERDUP DB (stock reads past it)"}
+	}
 	r = s.apply1(o)
 	s.afterDupOp(o, &r) // stock bugs 2, 5, 6, 7 (stockdup_test.go)
 	// In DUPSORT DBs stock LMDB crashes (NULL sub-cursor page) when a cursor
