@@ -421,7 +421,10 @@ func (txn *Txn) PutReserve(dbi DBI, key []byte, n int, flags uint) ([]byte, erro
 
 // Del deletes key from database dbi. In a DupSort database only the value
 // val of key is deleted (use Cursor.Del with NoDupData to delete all values
-// of a key); in other databases val is ignored.
+// of a key); in other databases val is ignored. As in lmdb-go, a nil val is
+// an empty value, not "every value": in a DupSort database Del(dbi, key,
+// nil) deletes only an empty duplicate, answering NotFound when there is
+// none (BadValSize in a DupFixed set, whose items all have one size).
 //
 // See mdb_del.
 func (txn *Txn) Del(dbi DBI, key, val []byte) error {
