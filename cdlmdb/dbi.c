@@ -46,6 +46,10 @@ int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *db
 		if (m->d_flags & ~DL_DB_USERFLAGS)
 			return MDB_INCOMPATIBLE;
 		if ((m->d_flags | f2) != m->d_flags) {
+			/* an extension changes how the tree is encoded: only an
+			 * empty main DB can take one */
+			if ((f2 & ~m->d_flags & DL_DB_EXTFLAGS) && m->d_root != DL_NO_PAGE)
+				return MDB_INCOMPATIBLE;
 			m->d_flags = (uint16_t)(m->d_flags | f2);
 			txn->t_flags |= DL_T_DIRTY;
 		}
@@ -85,13 +89,14 @@ int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *db
 	rc = dlmdb_cursor_seek(&mc, &k, &d, MDB_SET);
 	if (rc == 0) {
 		dl_node *n = dl_pg_node(mc.c_pg[mc.c_top], mc.c_ki[mc.c_top]);
-		if ((n->n_flags & (DL_N_TREE | DL_N_DUP)) != DL_N_TREE || d.mv_size != sizeof rec) {
+		if (!(n->n_flags & DL_N_TREE) || d.mv_size != sizeof rec) {
 			rc = MDB_INCOMPATIBLE;
 			goto out;
 		}
 		memcpy(&rec, d.mv_data, sizeof rec);
-		if (rec.d_flags & ~DL_DB_USERFLAGS) {
-			rc = MDB_INCOMPATIBLE; /* DLMDB extensions: not yet */
+		if ((rec.d_flags & ~DL_DB_USERFLAGS) ||
+		    (n->n_flags & (DL_N_TREE | DL_N_DUP)) != dl_dbrec_nflags(&rec)) {
+			rc = MDB_INCOMPATIBLE;
 			goto out;
 		}
 	} else {

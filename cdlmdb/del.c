@@ -25,8 +25,10 @@ static void branch_remove(dl_page *p, unsigned i)
 		dl_node *n0 = dl_pg_node(p, 0);
 		if (n0->n_ksize) {
 			pgno_t child = dl_node_child(n0);
+			unsigned char counts[16];
+			memcpy(counts, dl_node_counts(n0), dl_pg_cntbytes(p));
 			dlmdb_pg_del_node(p, 0);
-			dlmdb_pg_add_branch(p, 0, NULL, child);
+			dlmdb_pg_add_branch(p, 0, NULL, child, counts);
 		}
 	}
 }
@@ -125,7 +127,8 @@ static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
 	MDB_val sep = {first->n_ksize, keybuf};
 	memcpy(keybuf, dl_node_key(first), first->n_ksize);
 	const dl_node *old = dl_pg_node(parent, sepidx);
-	size_t oldb = dl_even(DL_NODEHDR + old->n_ksize), newb = dl_even(DL_NODEHDR + sep.mv_size);
+	size_t oldb = dl_even(DL_NODEHDR + old->n_ksize + dl_pg_cntbytes(parent)),
+		newb = dl_even(DL_NODEHDR + sep.mv_size + dl_pg_cntbytes(parent));
 	/* a longer separator that does not fit splits the parent, as in LMDB */
 	int grow = newb > oldb && dl_pg_room(parent) < newb - oldb;
 	if ((rc = dlmdb_page_touch(txn, sib, &nsib)))
@@ -142,23 +145,39 @@ static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
 		dlmdb_node_keyval(sib, from - 1, &newlast);
 		dlmdb_retarget_past(mc, &moved, &newlast, DL_C_PAST);
 	}
+	unsigned cb = dl_pg_cntbytes(parent);
+	if (cb) {
+		/* the moved item's entries (and key) change parent nodes */
+		uint64_t items = dl_leaf_items(nd, (mc->c_db->d_flags & MDB_DUPSORT) != 0);
+		dl_node *np = dl_pg_node(parent, pi), *ns = dl_pg_node(parent, si);
+		dl_node_set_count(np, dl_node_count(np) + items);
+		dl_node_set_count(ns, dl_node_count(ns) - items);
+		if (cb > 8) {
+			dl_node_set_keycount(np, dl_node_keycount(np) + 1);
+			dl_node_set_keycount(ns, dl_node_keycount(ns) - 1);
+		}
+	}
 	dlmdb_pg_add_raw(p, fromleft ? 0 : dl_pg_nkeys(p), nd, len);
 	dlmdb_pg_del_node(sib, from);
-	pgno_t child = dl_node_child(dl_pg_node(parent, sepidx));
+	dl_node *oldsep = dl_pg_node(parent, sepidx);
+	pgno_t child = dl_node_child(oldsep);
+	unsigned char counts[16];
+	memcpy(counts, dl_node_counts(oldsep), cb);
 	dlmdb_pg_del_node(parent, sepidx);
 	*done = 1;
 	if (!grow) {
-		dlmdb_pg_add_branch(parent, sepidx, &sep, child);
+		dlmdb_pg_add_branch(parent, sepidx, &sep, child, counts);
 		return 0;
 	}
-	unsigned char nodebuf[DL_NODEHDR + DL_MAXKEY + 2];
+	unsigned char nodebuf[DL_NODEHDR + DL_MAXKEY + 2 + 16];
 	dl_node *sepnode = (dl_node *)nodebuf;
 	memset(nodebuf, 0, DL_NODEHDR);
 	sepnode->n_ksize = (uint16_t)sep.mv_size;
 	memcpy(nodebuf + DL_NODEHDR, keybuf, sep.mv_size);
+	memcpy(nodebuf + DL_NODEHDR + sep.mv_size, counts, cb);
 	dl_node_set_child(sepnode, child);
 	int split = 0;
-	return dlmdb_insert_at(mc, level - 1, sepidx, nodebuf, DL_NODEHDR + sep.mv_size, 0, &split);
+	return dlmdb_insert_at(mc, level - 1, sepidx, nodebuf, DL_NODEHDR + sep.mv_size + cb, 0, &split);
 }
 
 static int rebalance(MDB_cursor *mc)
@@ -247,7 +266,8 @@ static int rebalance(MDB_cursor *mc)
 			sep.mv_size = sn->n_ksize;
 			memcpy(sepkey, dl_node_key(sn), sn->n_ksize);
 			dl_node *r0 = dl_pg_node(right, 0);
-			need += dl_even(DL_NODEHDR + sep.mv_size) - dl_even(DL_NODEHDR + r0->n_ksize);
+			need += dl_even(DL_NODEHDR + sep.mv_size + dl_pg_cntbytes(right)) -
+				dl_even(DL_NODEHDR + r0->n_ksize + dl_pg_cntbytes(right));
 		}
 		if (need > cap)
 			return 0;
@@ -275,9 +295,16 @@ static int rebalance(MDB_cursor *mc)
 		for (unsigned j = 0; j < rn && !fixed; j++) {
 			dl_node *nd = dl_pg_node(right, j);
 			if (branch && j == 0)
-				dlmdb_pg_add_branch(left, base, &sep, dl_node_child(nd));
+				dlmdb_pg_add_branch(left, base, &sep, dl_node_child(nd), dl_node_counts(nd));
 			else
 				dlmdb_pg_add_raw(left, base + j, nd, dl_node_bytes(right, nd) - sizeof(indx_t));
+		}
+		if (dl_pg_cntbytes(parent)) {
+			/* the left node now stands for both pages */
+			dl_node *nl = dl_pg_node(parent, ri - 1), *nr = dl_pg_node(parent, ri);
+			dl_node_set_count(nl, dl_node_count(nl) + dl_node_count(nr));
+			if (parent->p_flags & DL_P_KEYCOUNT)
+				dl_node_set_keycount(nl, dl_node_keycount(nl) + dl_node_keycount(nr));
 		}
 		if ((rc = drop_page(mc, right)))
 			return rc;
@@ -440,11 +467,14 @@ static int del_current(MDB_cursor *mc, int allow_tree, int reposition)
 	if (rc)
 		return rc;
 	leaf = mc->c_pg[mc->c_top];
+	uint64_t items = 1;
 	if (!dl_pg_is_leaf2(leaf)) {
 		dl_node *n = dl_pg_node(leaf, ki);
+		items = dl_leaf_items(n, (mc->c_db->d_flags & MDB_DUPSORT) != 0);
 		if ((n->n_flags & DL_N_BIG) && (rc = drop_overflow(mc, n)))
 			return DL_TXN_FAIL(txn, rc);
 	}
+	dlmdb_count_bump(mc, -(int64_t)items, -1);
 	dlmdb_pg_del_node(leaf, ki);
 	mc->c_db->d_entries--;
 	if ((rc = rebalance(mc)))
@@ -549,7 +579,7 @@ static int free_subtree(MDB_cursor *mc, pgno_t pg, unsigned depth)
 			if ((nd->n_flags & DL_N_BIG) && (rc = drop_overflow(mc, nd)))
 				return rc;
 			if ((nd->n_flags & (DL_N_DUP | DL_N_TREE)) == (DL_N_DUP | DL_N_TREE) &&
-			    dl_node_dsize(nd) == sizeof(dl_dbrec)) {
+			    (mc->c_db->d_flags & MDB_DUPSORT) && dl_node_dsize(nd) == sizeof(dl_dbrec)) {
 				/* a duplicate sub-tree: its pages go too */
 				dl_dbrec sub;
 				memcpy(&sub, dl_node_data(nd), sizeof sub);

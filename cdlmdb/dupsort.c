@@ -672,6 +672,7 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
 		memcpy(dl_node_data(n), &x->x_db, sizeof x->x_db);
 		mc->c_db->d_entries++;
+		dlmdb_count_bump(mc, 1, 0);
 		mc->c_flags = DL_C_INIT;
 		txn->t_gen++;
 		return 0;
@@ -736,6 +737,8 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 			x->x_db.d_flags = (uint16_t)(MDB_DUPFIXED |
 				((mc->c_db->d_flags & MDB_INTEGERDUP) ? MDB_INTEGERKEY : 0));
 		}
+		/* a counted DB's duplicate sub-trees are counted too */
+		x->x_db.d_flags |= (uint16_t)(mc->c_db->d_flags & MDB_COUNTED);
 		x->x_dbx.x_cmp = dcmp;
 		xc->c_db = &x->x_db;
 		xc->c_dbx = &x->x_dbx;
@@ -841,6 +844,7 @@ int dlmdb_dup_del(MDB_cursor *mc, unsigned flags)
 		n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
 		memcpy(dl_node_data(n), &x->x_db, sizeof x->x_db);
 		mc->c_db->d_entries--;
+		dlmdb_count_bump(mc, -1, 0);
 		txn->t_gen++;
 		mc->c_flags |= keep;
 		return 0;

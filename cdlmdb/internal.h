@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,8 @@ typedef uint16_t indx_t;
 #define DL_P_DIRTY 0x10
 #define DL_P_LEAF2 0x20
 #define DL_P_SUBP 0x40
+#define DL_P_COUNTED 0x0100	/* branch of a counted tree: nodes carry an entry count */
+#define DL_P_KEYCOUNT 0x0200	/* with COUNTED (DUPSORT main trees): and a distinct-key count */
 
 /* node kinds (n_flags) */
 #define DL_N_BIG 0x01	/* value lives in overflow pages */
@@ -73,7 +76,11 @@ typedef uint16_t indx_t;
 /* flags a database record may carry on disk */
 #define DL_DB_PERSIST 0x7fffu
 #define DL_DB_USERFLAGS (MDB_REVERSEKEY | MDB_DUPSORT | MDB_INTEGERKEY | \
-	MDB_DUPFIXED | MDB_INTEGERDUP | MDB_REVERSEDUP)
+	MDB_DUPFIXED | MDB_INTEGERDUP | MDB_REVERSEDUP | MDB_COUNTED)
+/* flags whose DBs use extended encodings stock LMDB must not read (FORMAT.md) */
+#define DL_DB_EXTFLAGS (MDB_COUNTED)
+/* meta version written while the main DB uses an extension */
+#define DL_DATA_VERSION_EXT 0x444c4301u	/* "DLC" 1 */
 
 /* ---- on-disk structs -------------------------------------------------------- */
 
@@ -275,6 +282,13 @@ struct MDB_cursor {
 	indx_t c_ki[DL_MAX_DEPTH];
 	size_t c_savedlen;
 	unsigned char c_saved[DL_MAXKEY + 1];
+	/* counted DBs (counted.c): c_rank0[l] is the rank of the first entry
+	 * under c_pg[l]; valid only while c_rkleaf == c_pg[c_top], c_rkgen ==
+	 * t_gen and c_rkdepth == c_depth (cleared by cursor setup/renew) */
+	const dl_page *c_rkleaf;
+	uint64_t c_rkgen;
+	unsigned c_rkdepth;
+	uint64_t c_rank0[DL_MAX_DEPTH];
 };
 
 /** Sub-cursor over the duplicates of one key (inline sub-page or sub-tree). */
@@ -394,6 +408,73 @@ static inline pgno_t dl_node_bigpg(const dl_node *n)
 }
 static inline size_t dl_even(size_t x) { return (x + 1) & ~(size_t)1; }
 
+/* ---- counted trees (FORMAT.md, "Counted branch nodes") ----
+ * A branch node of a DL_P_COUNTED page stores, right after its key, the
+ * number of entries (duplicates included) in the child's subtree as an
+ * unaligned little-endian uint64; a DL_P_KEYCOUNT page adds a second one,
+ * the number of distinct keys. */
+static inline unsigned dl_pg_cntbytes(const dl_page *p)
+{
+	return ((p->p_flags & DL_P_COUNTED) ? 8u : 0u) + ((p->p_flags & DL_P_KEYCOUNT) ? 8u : 0u);
+}
+static inline uint64_t dl_node_count(const dl_node *n)
+{
+	uint64_t c;
+	memcpy(&c, (const char *)n + DL_NODEHDR + n->n_ksize, sizeof c);
+	return c;
+}
+static inline void dl_node_set_count(dl_node *n, uint64_t c)
+{
+	memcpy((char *)n + DL_NODEHDR + n->n_ksize, &c, sizeof c);
+}
+static inline uint64_t dl_node_keycount(const dl_node *n)
+{
+	uint64_t c;
+	memcpy(&c, (const char *)n + DL_NODEHDR + n->n_ksize + 8, sizeof c);
+	return c;
+}
+static inline void dl_node_set_keycount(dl_node *n, uint64_t c)
+{
+	memcpy((char *)n + DL_NODEHDR + n->n_ksize + 8, &c, sizeof c);
+}
+/** Page flags of a new branch page of a tree with record db. */
+static inline unsigned dl_db_branch_flags(const dl_dbrec *db)
+{
+	unsigned f = DL_P_BRANCH;
+	if (db->d_flags & MDB_COUNTED)
+		f |= DL_P_COUNTED | ((db->d_flags & MDB_DUPSORT) ? DL_P_KEYCOUNT : 0);
+	return f;
+}
+/** Meta version for a main DB record (FORMAT.md, "DLMDB extensions"). */
+static inline uint32_t dl_meta_version(const dl_dbrec *maindb)
+{
+	return (maindb->d_flags & DL_DB_EXTFLAGS) ? DL_DATA_VERSION_EXT : DL_DATA_VERSION;
+}
+/** Node flags of the main-DB item holding a named DB's record. */
+static inline unsigned dl_dbrec_nflags(const dl_dbrec *rec)
+{
+	return (rec->d_flags & DL_DB_EXTFLAGS) ? (DL_N_TREE | DL_N_DUP) : DL_N_TREE;
+}
+/** Entries an item with node flags nflags and value data stands for: its
+ *  duplicates in a DUPSORT main tree (sub-page or sub-tree record), else 1. */
+static inline uint64_t dl_value_items(unsigned nflags, const void *data, int dupsort)
+{
+	if (!dupsort || !(nflags & DL_N_DUP))
+		return 1;
+	if (nflags & DL_N_TREE) {
+		uint64_t e;
+		memcpy(&e, (const char *)data + offsetof(dl_dbrec, d_entries), sizeof e);
+		return e;
+	}
+	uint16_t lower;
+	memcpy(&lower, (const char *)data + offsetof(dl_page, p_lower), sizeof lower);
+	return lower >= DL_PAGEHDR ? (uint64_t)(lower - DL_PAGEHDR) >> 1 : 0;
+}
+static inline uint64_t dl_leaf_items(const dl_node *n, int dupsort)
+{
+	return dl_value_items(n->n_flags, dl_node_data(n), dupsort);
+}
+
 /** Cheap sanity check of node i before it is dereferenced (damaged files). */
 static inline int dl_node_in_page(const dl_page *p, unsigned i, unsigned psize)
 {
@@ -401,7 +482,7 @@ static inline int dl_node_in_page(const dl_page *p, unsigned i, unsigned psize)
 	if (off < p->p_upper || off + DL_NODEHDR > psize || (off & 1))
 		return 0;
 	const dl_node *n = (const dl_node *)((const char *)p + off);
-	return off + DL_NODEHDR + n->n_ksize <= psize;
+	return off + DL_NODEHDR + n->n_ksize + (dl_pg_is_branch(p) ? dl_pg_cntbytes(p) : 0) <= psize;
 }
 
 /** Bytes a leaf node occupies in a page, including its slot. */
@@ -412,9 +493,9 @@ static inline size_t dl_leaf_need(const MDB_env *env, size_t ksize, size_t dsize
 		sz = DL_NODEHDR + ksize + sizeof(pgno_t);
 	return dl_even(sz) + sizeof(indx_t);
 }
-static inline size_t dl_branch_need(size_t ksize)
+static inline size_t dl_branch_need(const dl_page *p, size_t ksize)
 {
-	return dl_even(DL_NODEHDR + ksize) + sizeof(indx_t);
+	return dl_even(DL_NODEHDR + ksize + dl_pg_cntbytes(p)) + sizeof(indx_t);
 }
 /** Bytes a node currently occupies, including its slot. */
 static inline size_t dl_node_bytes(const dl_page *p, const dl_node *n)
@@ -422,6 +503,8 @@ static inline size_t dl_node_bytes(const dl_page *p, const dl_node *n)
 	size_t sz = DL_NODEHDR + n->n_ksize;
 	if (dl_pg_is_leaf(p))
 		sz += (n->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(n);
+	else
+		sz += dl_pg_cntbytes(p);
 	return dl_even(sz) + sizeof(indx_t);
 }
 static inline unsigned dl_ov_pages(const MDB_env *env, size_t dsize)
@@ -475,7 +558,13 @@ DL_HIDDEN void dlmdb_pg_init(dl_page *p, pgno_t pg, unsigned flags, unsigned psi
 DL_HIDDEN void dlmdb_pg_del_node(dl_page *p, unsigned i);
 DL_HIDDEN dl_node *dlmdb_pg_add_leaf(dl_page *p, unsigned i, const MDB_val *key, size_t dsize,
 	unsigned nflags, const void *data, size_t dcopy);
-DL_HIDDEN void dlmdb_pg_add_branch(dl_page *p, unsigned i, const MDB_val *key, pgno_t child);
+DL_HIDDEN void dlmdb_pg_add_branch(dl_page *p, unsigned i, const MDB_val *key, pgno_t child,
+	const void *counts);
+/* the count bytes of branch node n (dl_pg_cntbytes of its page long) */
+static inline const void *dl_node_counts(const dl_node *n)
+{
+	return (const char *)n + DL_NODEHDR + n->n_ksize;
+}
 DL_HIDDEN void dlmdb_pg_add_raw(dl_page *p, unsigned i, const void *node, size_t len);
 DL_HIDDEN void dlmdb_pg_add_leaf2(dl_page *p, unsigned i, const void *key);
 DL_HIDDEN unsigned dlmdb_pg_used(const dl_page *p);
@@ -528,6 +617,15 @@ DL_HIDDEN void dlmdb_dbis_finish(MDB_txn *txn, int committed);
 /* internal tree_put flags (above every MDB_* write flag) */
 #define DL_PUT_TREE 0x80000000u	/* node carries DL_N_TREE */
 #define DL_PUT_DUP 0x40000000u	/* node carries DL_N_DUP; replaces any node kind */
+
+/* counted.c: count maintenance (used by put/split/del/dupsort) */
+/* add (entries, keys) to the branch nodes on mc's path above the leaf
+ * (pages must be dirty); no-op for uncounted trees */
+DL_HIDDEN void dlmdb_count_bump(MDB_cursor *mc, int64_t dent, int64_t dkeys);
+/* entries and distinct keys under page p (branch: sum of its nodes) */
+DL_HIDDEN void dlmdb_count_page(const dl_page *p, int dupsort, uint64_t *ent, uint64_t *keys);
+/* set branch node n's counts to the totals of page child */
+DL_HIDDEN void dlmdb_count_set_from(const dl_page *parent, dl_node *n, const dl_page *child, int dupsort);
 
 /* dupsort.c */
 DL_HIDDEN int dlmdb_dup_setup(MDB_cursor *mc);

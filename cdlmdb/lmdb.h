@@ -109,6 +109,7 @@ typedef void(MDB_rel_func)(MDB_val *item, void *oldptr, void *newptr, void *relc
 #define MDB_DUPFIXED 0x10	     /* duplicates all have one size */
 #define MDB_INTEGERDUP 0x20	     /* duplicates are native integers */
 #define MDB_REVERSEDUP 0x40	     /* compare duplicates from their last byte */
+#define MDB_COUNTED 0x80	     /* DLMDB: branch nodes count their subtree (rank/count APIs) */
 #define MDB_CREATE 0x40000	     /* create the named database if missing */
 
 /* ---- write flags (mdb_put, mdb_cursor_put, mdb_cursor_del) ------------- */
@@ -259,6 +260,14 @@ typedef int(MDB_msg_func)(const char *msg, void *ctx);
 #define mdb_cursor_del dlmdb_cursor_del
 #define mdb_cursor_count dlmdb_cursor_count
 #define mdb_cmp dlmdb_cmp
+#define mdb_count_all dlmdb_count_all
+#define mdb_count_range dlmdb_count_range
+#define mdb_range_count_keys dlmdb_range_count_keys
+#define mdb_range_count_values dlmdb_range_count_values
+#define mdb_get_rank dlmdb_get_rank
+#define mdb_cursor_get_rank dlmdb_cursor_get_rank
+#define mdb_get_key_rank dlmdb_get_key_rank
+#define mdb_cursor_key_rank dlmdb_cursor_key_rank
 #define mdb_dcmp dlmdb_dcmp
 #define mdb_reader_list dlmdb_reader_list
 #define mdb_reader_check dlmdb_reader_check
@@ -397,6 +406,47 @@ int mdb_cursor_count(MDB_cursor *cursor, mdb_size_t *countp);
 int mdb_cmp(MDB_txn *txn, MDB_dbi dbi, const MDB_val *a, const MDB_val *b);
 /** Compare two data items with the database's duplicate order. */
 int mdb_dcmp(MDB_txn *txn, MDB_dbi dbi, const MDB_val *a, const MDB_val *b);
+
+/* ---- order statistics (DLMDB; databases opened with MDB_COUNTED) ----------------------
+ *
+ * Every function below answers in O(log n) page visits from the counts kept
+ * in the branch nodes of a counted tree.  Entries are key/value pairs in the
+ * database's sort order, duplicates included; ranks are zero-based.  On a
+ * database without MDB_COUNTED they return MDB_INCOMPATIBLE.  A NULL bound
+ * is open (unbounded); a bound is exclusive unless its flag is given. */
+
+#define MDB_COUNT_LOWER_INCL 0x02    /* the lower bound itself is in the range */
+#define MDB_COUNT_UPPER_INCL 0x04    /* the upper bound itself is in the range */
+#define MDB_RANGE_INCLUDE_LOWER MDB_COUNT_LOWER_INCL /* DLMDB's README spelling */
+#define MDB_RANGE_INCLUDE_UPPER MDB_COUNT_UPPER_INCL
+
+/** Number of entries in the database (flags must be 0). */
+int mdb_count_all(MDB_txn *txn, MDB_dbi dbi, unsigned flags, uint64_t *out);
+/** Number of entries whose key lies between low and high. */
+int mdb_count_range(MDB_txn *txn, MDB_dbi dbi, const MDB_val *low, const MDB_val *high,
+	unsigned flags, uint64_t *out);
+/** Number of distinct keys between key_low and key_high. */
+int mdb_range_count_keys(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key_low,
+	const MDB_val *key_high, unsigned flags, uint64_t *out);
+/** Number of values (duplicates included) whose key lies between the bounds;
+ *  the same number as mdb_count_range, named for DUPSORT callers. */
+int mdb_range_count_values(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key_low,
+	const MDB_val *key_high, unsigned key_flags, uint64_t *out);
+/** Entry at a rank; MDB_NOTFOUND when rank >= the number of entries. */
+int mdb_get_rank(MDB_txn *txn, MDB_dbi dbi, uint64_t rank, MDB_val *key, MDB_val *data);
+/** Position the cursor on the entry at a rank (flags must be 0).  Successive
+ *  calls continue from the cursor's position, so ascending ranks are cheap.
+ *  On MDB_NOTFOUND the cursor keeps its position. */
+int mdb_cursor_get_rank(MDB_cursor *cursor, uint64_t rank, MDB_val *key, MDB_val *data,
+	unsigned flags);
+/** Rank of key (with data on a DUPSORT database: of that pair; without, of the
+ *  key's first value); MDB_NOTFOUND when absent.  data is ignored otherwise. */
+int mdb_get_key_rank(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key, const MDB_val *data,
+	uint64_t *rank);
+/** mdb_get_key_rank through a cursor's txn and database; the cursor does not move
+ *  (flags must be 0). */
+int mdb_cursor_key_rank(MDB_cursor *cursor, const MDB_val *key, const MDB_val *data,
+	unsigned flags, uint64_t *rank);
 
 /* ---- reader table ------------------------------------------------------------------------- */
 

@@ -15,7 +15,7 @@ static int meta_identity(const dl_meta *m, unsigned psize)
 {
 	if (m->m_magic != DL_MAGIC)
 		return MDB_INVALID;
-	if (m->m_version != DL_DATA_VERSION)
+	if (m->m_version != DL_DATA_VERSION && m->m_version != DL_DATA_VERSION_EXT)
 		return MDB_VERSION_MISMATCH;
 	unsigned ps = m->m_dbs[DL_FREE_DBI].d_pad;
 	if (ps < 512 || ps > 65536 || (ps & (ps - 1)) || (psize && ps != psize))
@@ -163,6 +163,7 @@ int dlmdb_meta_write(MDB_txn *txn)
 	m.m_mapsize = env->e_mapsize > m.m_mapsize ? env->e_mapsize : m.m_mapsize;
 	m.m_dbs[DL_FREE_DBI] = txn->t_dbs[DL_FREE_DBI];
 	m.m_dbs[DL_MAIN_DBI] = txn->t_dbs[DL_MAIN_DBI];
+	m.m_version = dl_meta_version(&m.m_dbs[DL_MAIN_DBI]);
 	m.m_dbs[DL_FREE_DBI].d_pad = env->e_psize;
 	m.m_last_pg = txn->t_next_pg - 1;
 	m.m_txnid = txn->t_id;

@@ -48,14 +48,23 @@ dl_node *dlmdb_pg_add_leaf(dl_page *p, unsigned i, const MDB_val *key, size_t ds
 	return nd;
 }
 
-void dlmdb_pg_add_branch(dl_page *p, unsigned i, const MDB_val *key, pgno_t child)
+/* On a counted page the node's counts are copied from counts (the count
+ * bytes of another node of such a page), or zeroed when counts is NULL. */
+void dlmdb_pg_add_branch(dl_page *p, unsigned i, const MDB_val *key, pgno_t child,
+	const void *counts)
 {
-	size_t ks = key ? key->mv_size : 0;
-	dl_node *nd = make_room(p, i, dl_even(DL_NODEHDR + ks));
+	size_t ks = key ? key->mv_size : 0, cb = dl_pg_cntbytes(p);
+	dl_node *nd = make_room(p, i, dl_even(DL_NODEHDR + ks + cb));
 	dl_node_set_child(nd, child);
 	nd->n_ksize = (uint16_t)ks;
 	if (ks)
 		memcpy(dl_node_key(nd), key->mv_data, ks);
+	if (cb) {
+		if (counts)
+			memcpy((char *)dl_node_key(nd) + ks, counts, cb);
+		else
+			memset((char *)dl_node_key(nd) + ks, 0, cb);
+	}
 }
 
 void dlmdb_pg_add_raw(dl_page *p, unsigned i, const void *node, size_t len)

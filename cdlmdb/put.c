@@ -162,6 +162,7 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		dlmdb_txn_changed(txn, mc);
 		if ((rc = dlmdb_cursor_touch(mc)))
 			return rc;
+		dlmdb_count_bump(mc, 1, 1);
 		int sp = 0;
 		if ((rc = dlmdb_insert_at(mc, mc->c_top, mc->c_ki[mc->c_top], k.mv_data, k.mv_size, flags, &sp)))
 			return DL_TXN_FAIL(txn, rc);
@@ -219,6 +220,15 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		}
 	} else if ((rc = dlmdb_cursor_touch(mc))) {
 		return rc;
+	} else if (mc->c_db->d_flags & MDB_COUNTED) {
+		/* the entries this item adds (or, replacing one, the change) */
+		int dupsort = (mc->c_db->d_flags & MDB_DUPSORT) != 0;
+		int64_t dent = (int64_t)dl_value_items(nflags, data->mv_data, dupsort), dkeys = 1;
+		if (exact) {
+			dent -= (int64_t)dl_leaf_items(dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]), dupsort);
+			dkeys = 0;
+		}
+		dlmdb_count_bump(mc, dent, dkeys);
 	}
 
 	dl_page *leaf = mc->c_pg[mc->c_top];
@@ -372,5 +382,5 @@ int dlmdb_put_dbrec(MDB_txn *txn, const char *name, size_t len, const dl_dbrec *
 	MDB_cursor mc;
 	MDB_val k = {len, (void *)name}, d = {sizeof *rec, (void *)rec};
 	dlmdb_cursor_setup(&mc, txn, DL_MAIN_DBI);
-	return dlmdb_tree_put(&mc, &k, &d, DL_PUT_TREE);
+	return dlmdb_tree_put(&mc, &k, &d, (rec->d_flags & DL_DB_EXTFLAGS) ? DL_PUT_TREE | DL_PUT_DUP : DL_PUT_TREE);
 }

@@ -45,7 +45,7 @@ static void item_put(const struct item_view *v, unsigned i, dl_page *p, unsigned
 	size_t len;
 	const dl_node *nd = item_node(v, i, &len);
 	if (nokey && nd->n_ksize) {
-		dlmdb_pg_add_branch(p, pos, NULL, dl_node_child(nd));
+		dlmdb_pg_add_branch(p, pos, NULL, dl_node_child(nd), dl_node_counts(nd));
 		return;
 	}
 	dlmdb_pg_add_raw(p, pos, nd, len);
@@ -53,6 +53,59 @@ static void item_put(const struct item_view *v, unsigned i, dl_page *p, unsigned
 
 static int split_page(MDB_cursor *mc, unsigned level, unsigned idx, const void *blob,
 	size_t len, unsigned putflags);
+
+/*
+ * Last step of a split at `level` (the page p now holds the left half,
+ * right the rest): grow a new root when the root split, give the parent's
+ * node for p the left half's counts and the separator (sepbuf, key of
+ * seplen bytes followed by room for the counts) the right half's, and
+ * insert the separator one level up.
+ */
+static int split_finish(MDB_cursor *mc, unsigned level, dl_page *p, dl_page *right,
+	unsigned char *sepbuf, size_t seplen, unsigned putflags)
+{
+	MDB_txn *txn = mc->c_txn;
+	unsigned psize = txn->t_env->e_psize;
+	int rc;
+	if (level == 0) {
+		dl_page *root;
+		if (mc->c_depth >= DL_MAX_DEPTH)
+			return MDB_CURSOR_FULL;
+		if ((rc = dlmdb_page_alloc(txn, 1, &root)))
+			return rc;
+		dlmdb_pg_init(root, root->p_pgno, dl_db_branch_flags(mc->c_db), psize);
+		dlmdb_pg_add_branch(root, 0, NULL, p->p_pgno, NULL);
+		mc->c_db->d_root = root->p_pgno;
+		mc->c_db->d_depth++;
+		mc->c_db->d_branch++;
+		for (unsigned l = mc->c_depth; l > 0; l--) {
+			mc->c_pg[l] = mc->c_pg[l - 1];
+			mc->c_ki[l] = mc->c_ki[l - 1];
+		}
+		mc->c_pg[0] = root;
+		mc->c_ki[0] = 0;
+		mc->c_depth++;
+		mc->c_top++;
+		level = 1;
+	}
+	dl_page *parent = mc->c_pg[level - 1];
+	unsigned cb = dl_pg_cntbytes(parent);
+	if (cb) {
+		int dupsort = (mc->c_db->d_flags & MDB_DUPSORT) != 0;
+		uint64_t e, k;
+		dlmdb_count_set_from(parent, dl_pg_node(parent, mc->c_ki[level - 1]), p, dupsort);
+		dlmdb_count_page(right, dupsort, &e, &k);
+		dl_node *sn = (dl_node *)sepbuf;
+		dl_node_set_count(sn, e);
+		if (cb > 8)
+			dl_node_set_keycount(sn, k);
+	}
+	int dummy = 0;
+	/* the separator goes into the parent by an ordinary insert (as LMDB:
+	 * only the leaf level splits for an append) */
+	return dlmdb_insert_at(mc, level - 1, mc->c_ki[level - 1] + 1u, sepbuf,
+		DL_NODEHDR + seplen + cb, putflags & ~MDB_APPEND, &dummy);
+}
 
 /* Bytes items [from, to) need in a page; a right branch page drops the key
  * of its first item. */
@@ -64,7 +117,7 @@ static size_t items_bytes(const struct item_view *v, unsigned from, unsigned to,
 	if (branch && from > 0 && from < to) {
 		size_t len0;
 		item_node(v, from, &len0);
-		sum -= dl_even(len0) - dl_even(DL_NODEHDR);
+		sum -= dl_even(len0) - dl_even(DL_NODEHDR + dl_pg_cntbytes(v->src));
 	}
 	return sum;
 }
@@ -148,7 +201,7 @@ static int split_leaf2(MDB_cursor *mc, unsigned level, unsigned idx, const void 
 	unsigned cut = ((putflags & MDB_APPEND) && idx == n) ? n : m / 2;
 	if (cut == 0)
 		cut = 1;
-	unsigned char sepbuf[DL_NODEHDR + DL_MAXKEY + 2];
+	unsigned char sepbuf[DL_NODEHDR + DL_MAXKEY + 2 + 16];
 	dl_node *sepnode = (dl_node *)sepbuf;
 	sepnode->n_ksize = (uint16_t)ks;
 	memcpy(sepbuf + DL_NODEHDR, all + (size_t)cut * ks, ks);
@@ -166,32 +219,7 @@ static int split_leaf2(MDB_cursor *mc, unsigned level, unsigned idx, const void 
 		dlmdb_pg_add_leaf2(p, i, all + (size_t)i * ks);
 	for (unsigned i = cut; i < m; i++)
 		dlmdb_pg_add_leaf2(right, i - cut, all + (size_t)i * ks);
-	if (level == 0) {
-		dl_page *root;
-		if (mc->c_depth >= DL_MAX_DEPTH)
-			return MDB_CURSOR_FULL;
-		if ((rc = dlmdb_page_alloc(txn, 1, &root)))
-			return rc;
-		dlmdb_pg_init(root, root->p_pgno, DL_P_BRANCH, (unsigned)psize);
-		dlmdb_pg_add_branch(root, 0, NULL, p->p_pgno);
-		mc->c_db->d_root = root->p_pgno;
-		mc->c_db->d_depth++;
-		mc->c_db->d_branch++;
-		for (unsigned l = mc->c_depth; l > 0; l--) {
-			mc->c_pg[l] = mc->c_pg[l - 1];
-			mc->c_ki[l] = mc->c_ki[l - 1];
-		}
-		mc->c_pg[0] = root;
-		mc->c_ki[0] = 0;
-		mc->c_depth++;
-		mc->c_top++;
-		level = 1;
-	}
-	int dummy = 0;
-	/* the separator goes into the parent by an ordinary insert (as LMDB:
-	 * only the leaf level splits for an append) */
-	return dlmdb_insert_at(mc, level - 1, mc->c_ki[level - 1] + 1u, sepbuf, DL_NODEHDR + ks,
-		putflags & ~MDB_APPEND, &dummy);
+	return split_finish(mc, level, p, right, sepbuf, ks, putflags);
 }
 
 int dlmdb_insert_at(MDB_cursor *mc, unsigned level, unsigned idx, const void *blob,
@@ -253,7 +281,7 @@ static int split_page(MDB_cursor *mc, unsigned level, unsigned idx, const void *
 	}
 
 	/* separator: key of the first item that moves right */
-	unsigned char sepbuf[DL_NODEHDR + DL_MAXKEY + 2];
+	unsigned char sepbuf[DL_NODEHDR + DL_MAXKEY + 2 + 16];
 	size_t seplen;
 	const dl_node *first = item_node(&v, cut, &seplen);
 	MDB_val sep = {first->n_ksize, (void *)dl_node_key(first)};
@@ -264,7 +292,8 @@ static int split_page(MDB_cursor *mc, unsigned level, unsigned idx, const void *
 	dl_page *right;
 	if ((rc = dlmdb_page_alloc(txn, 1, &right)))
 		return rc;
-	dlmdb_pg_init(right, right->p_pgno, p->p_flags & (DL_P_BRANCH | DL_P_LEAF | DL_P_LEAF2), (unsigned)psize);
+	dlmdb_pg_init(right, right->p_pgno, p->p_flags & (DL_P_BRANCH | DL_P_LEAF | DL_P_LEAF2 |
+		DL_P_COUNTED | DL_P_KEYCOUNT), (unsigned)psize);
 	right->p_pad = p->p_pad;
 	dl_node_set_child(sepnode, right->p_pgno);
 	if (branch)
@@ -293,29 +322,5 @@ static int split_page(MDB_cursor *mc, unsigned level, unsigned idx, const void *
 	for (unsigned i = cut; i < v.n; i++)
 		item_put(&v, i, right, i - cut, branch && i == cut);
 
-	if (level == 0) {
-		/* the root split: grow the tree by one level */
-		dl_page *root;
-		if (mc->c_depth >= DL_MAX_DEPTH)
-			return MDB_CURSOR_FULL;
-		if ((rc = dlmdb_page_alloc(txn, 1, &root)))
-			return rc;
-		dlmdb_pg_init(root, root->p_pgno, DL_P_BRANCH, (unsigned)psize);
-		dlmdb_pg_add_branch(root, 0, NULL, p->p_pgno);
-		mc->c_db->d_root = root->p_pgno;
-		mc->c_db->d_depth++;
-		mc->c_db->d_branch++;
-		for (unsigned l = mc->c_depth; l > 0; l--) {
-			mc->c_pg[l] = mc->c_pg[l - 1];
-			mc->c_ki[l] = mc->c_ki[l - 1];
-		}
-		mc->c_pg[0] = root;
-		mc->c_ki[0] = 0;
-		mc->c_depth++;
-		mc->c_top++;
-		level = 1;
-	}
-	int dummy = 0;
-	return dlmdb_insert_at(mc, level - 1, mc->c_ki[level - 1] + 1u, sepbuf,
-		DL_NODEHDR + sep.mv_size, putflags & ~MDB_APPEND, &dummy);
+	return split_finish(mc, level, p, right, sepbuf, sep.mv_size, putflags);
 }
