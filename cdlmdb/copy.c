@@ -99,7 +99,7 @@ static int write_metas(MDB_txn *txn, struct outstream *o, const dl_dbrec *freedb
 	dl_meta m;
 	memset(&m, 0, sizeof m);
 	m.m_magic = DL_MAGIC;
-	m.m_version = dl_meta_version(maindb);
+	m.m_version = dl_meta_version(cur ? cur->m_version : DL_DATA_VERSION, maindb, 0);
 	m.m_address = cur ? cur->m_address : 0;
 	m.m_mapsize = env->e_mapsize;
 	m.m_dbs[DL_FREE_DBI] = *freedb;

@@ -197,7 +197,7 @@ int dlmdb_cur_fetch(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 		dlmdb_node_keyval(p, i, key);
 	if (data && !dl_pg_is_leaf2(p)) {
 		dl_node *n = dl_pg_node(p, i);
-		if ((n->n_flags & DL_N_DUP) && (mc->c_db->d_flags & MDB_DUPSORT))
+		if (n->n_flags & DL_N_DUP)
 			return MDB_INCOMPATIBLE;
 		int rc = dlmdb_node_value(mc->c_txn, n, data);
 		if (rc)

@@ -89,13 +89,12 @@ int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *db
 	rc = dlmdb_cursor_seek(&mc, &k, &d, MDB_SET);
 	if (rc == 0) {
 		dl_node *n = dl_pg_node(mc.c_pg[mc.c_top], mc.c_ki[mc.c_top]);
-		if (!(n->n_flags & DL_N_TREE) || d.mv_size != sizeof rec) {
+		if ((n->n_flags & (DL_N_TREE | DL_N_DUP)) != DL_N_TREE || d.mv_size != sizeof rec) {
 			rc = MDB_INCOMPATIBLE;
 			goto out;
 		}
 		memcpy(&rec, d.mv_data, sizeof rec);
-		if ((rec.d_flags & ~DL_DB_USERFLAGS) ||
-		    (n->n_flags & (DL_N_TREE | DL_N_DUP)) != dl_dbrec_nflags(&rec)) {
+		if (rec.d_flags & ~DL_DB_USERFLAGS) {
 			rc = MDB_INCOMPATIBLE;
 			goto out;
 		}
@@ -248,6 +247,8 @@ int dlmdb_dbrecs_flush(MDB_txn *txn)
 		int rc = dlmdb_put_dbrec(txn, x->x_name, x->x_namelen, &txn->t_dbs[i]);
 		if (rc)
 			return rc;
+		if (txn->t_dbs[i].d_flags & DL_DB_EXTFLAGS)
+			txn->t_flags |= DL_T_EXTFMT;	/* the file gets the extended version */
 		txn->t_dbstate[i] = (unsigned char)(st & ~DL_DBS_DIRTY);
 	}
 	return 0;

@@ -216,6 +216,7 @@ typedef struct dl_dbx {
 #define DL_T_CHILD 0x08		/* has an active child txn */
 #define DL_T_SAVING 0x10	/* freelist save in progress */
 #define DL_T_DIRTY 0x20		/* something to commit */
+#define DL_T_EXTFMT 0x40	/* wrote the record of a DB with an extension flag */
 
 /* Saved state of an enclosing txn's cursor while a child runs: as in LMDB
  * such cursors follow the child's changes and get this state back if the
@@ -445,15 +446,16 @@ static inline unsigned dl_db_branch_flags(const dl_dbrec *db)
 		f |= DL_P_COUNTED | ((db->d_flags & MDB_DUPSORT) ? DL_P_KEYCOUNT : 0);
 	return f;
 }
-/** Meta version for a main DB record (FORMAT.md, "DLMDB extensions"). */
-static inline uint32_t dl_meta_version(const dl_dbrec *maindb)
+/* Named DBs with an extension flag are stored like every named DB (node
+ * kind TREE): a DUPDATA|SUBDATA node would crash stock LMDB's cursors.  The
+ * meta version keeps stock LMDB out of such files instead. */
+/** Meta version of a commit (FORMAT.md, "DLMDB extensions"): once a file
+ *  holds a DB with an extension it keeps the extended version. */
+static inline uint32_t dl_meta_version(uint32_t prev, const dl_dbrec *maindb, int ext_written)
 {
-	return (maindb->d_flags & DL_DB_EXTFLAGS) ? DL_DATA_VERSION_EXT : DL_DATA_VERSION;
-}
-/** Node flags of the main-DB item holding a named DB's record. */
-static inline unsigned dl_dbrec_nflags(const dl_dbrec *rec)
-{
-	return (rec->d_flags & DL_DB_EXTFLAGS) ? (DL_N_TREE | DL_N_DUP) : DL_N_TREE;
+	if (prev == DL_DATA_VERSION_EXT || ext_written || (maindb->d_flags & DL_DB_EXTFLAGS))
+		return DL_DATA_VERSION_EXT;
+	return DL_DATA_VERSION;
 }
 /** Entries an item with node flags nflags and value data stands for: its
  *  duplicates in a DUPSORT main tree (sub-page or sub-tree record), else 1. */

@@ -163,7 +163,8 @@ int dlmdb_meta_write(MDB_txn *txn)
 	m.m_mapsize = env->e_mapsize > m.m_mapsize ? env->e_mapsize : m.m_mapsize;
 	m.m_dbs[DL_FREE_DBI] = txn->t_dbs[DL_FREE_DBI];
 	m.m_dbs[DL_MAIN_DBI] = txn->t_dbs[DL_MAIN_DBI];
-	m.m_version = dl_meta_version(&m.m_dbs[DL_MAIN_DBI]);
+	m.m_version = dl_meta_version(cur->m_version, &m.m_dbs[DL_MAIN_DBI],
+		(txn->t_flags & DL_T_EXTFMT) != 0);
 	m.m_dbs[DL_FREE_DBI].d_pad = env->e_psize;
 	m.m_last_pg = txn->t_next_pg - 1;
 	m.m_txnid = txn->t_id;

@@ -382,5 +382,5 @@ int dlmdb_put_dbrec(MDB_txn *txn, const char *name, size_t len, const dl_dbrec *
 	MDB_cursor mc;
 	MDB_val k = {len, (void *)name}, d = {sizeof *rec, (void *)rec};
 	dlmdb_cursor_setup(&mc, txn, DL_MAIN_DBI);
-	return dlmdb_tree_put(&mc, &k, &d, (rec->d_flags & DL_DB_EXTFLAGS) ? DL_PUT_TREE | DL_PUT_DUP : DL_PUT_TREE);
+	return dlmdb_tree_put(&mc, &k, &d, DL_PUT_TREE);
 }

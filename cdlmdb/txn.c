@@ -82,13 +82,9 @@ int dlmdb_db_refresh(MDB_txn *txn, MDB_dbi dbi)
 	if (rc)
 		return rc;
 	dl_node *n = dl_pg_node(mc.c_pg[mc.c_top], mc.c_ki[mc.c_top]);
-	dl_dbrec rec;
-	if (!(n->n_flags & DL_N_TREE) || d.mv_size != sizeof(dl_dbrec))
+	if ((n->n_flags & (DL_N_TREE | DL_N_DUP)) != DL_N_TREE || d.mv_size != sizeof(dl_dbrec))
 		return MDB_INCOMPATIBLE;
-	memcpy(&rec, d.mv_data, sizeof rec);
-	if ((n->n_flags & (DL_N_TREE | DL_N_DUP)) != dl_dbrec_nflags(&rec))
-		return MDB_INCOMPATIBLE;
-	txn->t_dbs[dbi] = rec;
+	memcpy(&txn->t_dbs[dbi], d.mv_data, sizeof(dl_dbrec));
 	txn->t_dbstate[dbi] &= ~DL_DBS_STALE;
 	return 0;
 }
