@@ -91,6 +91,9 @@ func (x *oursTxn) OpenDB(name string, flags DBFlags) (DB, error) {
 	if flags&DupSort != 0 {
 		fl |= ourslmdb.DupSort
 	}
+	if flags&DupFixed != 0 {
+		fl |= ourslmdb.DupFixed
+	}
 	var d ourslmdb.DBI
 	var err error
 	if name == "" {
@@ -160,6 +163,21 @@ func (c *oursCursor) NextDup() ([]byte, []byte, error) {
 func (c *oursCursor) NextNoDup() ([]byte, []byte, error) {
 	k, v, err := c.c.Get(nil, nil, ourslmdb.NextNoDup)
 	return k, v, oursErr(err)
+}
+
+func (c *oursCursor) SetKey(key []byte) ([]byte, []byte, error) {
+	k, v, err := c.c.Get(key, nil, ourslmdb.SetKey)
+	return k, v, oursErr(err)
+}
+
+func (c *oursCursor) GetMultiple(key []byte) ([]byte, error) {
+	_, v, err := c.c.Get(key, nil, ourslmdb.GetMultiple)
+	return v, oursErr(err)
+}
+
+func (c *oursCursor) NextMultiple() ([]byte, error) {
+	_, v, err := c.c.Get(nil, nil, ourslmdb.NextMultiple)
+	return v, oursErr(err)
 }
 
 func (c *oursCursor) Close() { c.c.Close() }

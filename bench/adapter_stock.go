@@ -92,6 +92,9 @@ func (x *stockTxn) OpenDB(name string, flags DBFlags) (DB, error) {
 	if flags&DupSort != 0 {
 		fl |= stocklmdb.DupSort
 	}
+	if flags&DupFixed != 0 {
+		fl |= stocklmdb.DupFixed
+	}
 	var d stocklmdb.DBI
 	var err error
 	if name == "" {
@@ -161,6 +164,21 @@ func (c *stockCursor) NextDup() ([]byte, []byte, error) {
 func (c *stockCursor) NextNoDup() ([]byte, []byte, error) {
 	k, v, err := c.c.Get(nil, nil, stocklmdb.NextNoDup)
 	return k, v, stockErr(err)
+}
+
+func (c *stockCursor) SetKey(key []byte) ([]byte, []byte, error) {
+	k, v, err := c.c.Get(key, nil, stocklmdb.SetKey)
+	return k, v, stockErr(err)
+}
+
+func (c *stockCursor) GetMultiple(key []byte) ([]byte, error) {
+	_, v, err := c.c.Get(key, nil, stocklmdb.GetMultiple)
+	return v, stockErr(err)
+}
+
+func (c *stockCursor) NextMultiple() ([]byte, error) {
+	_, v, err := c.c.Get(nil, nil, stocklmdb.NextMultiple)
+	return v, stockErr(err)
 }
 
 func (c *stockCursor) Close() { c.c.Close() }

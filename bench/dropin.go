@@ -27,7 +27,7 @@ func dropinPreset(c *Config) dropinSizes {
 		Scans:   c.Size(50_000, 10_000, 20),
 		ScanLen: 100,
 		Commits: c.Size(200, 60, 5),
-		DupKeys: c.Size(50_000, 10_000, 20),
+		DupKeys: c.Size(20_000, 10_000, 20),
 		Dups:    20,
 		Rounds:  c.RoundsOr(9, 9),
 	}
@@ -359,9 +359,12 @@ func runDropin(c *Config) (*Table, error) {
 		return nsPer(el, sz.Commits) / 1000, nil
 	}
 
-	// Duplicate iteration: DupKeys keys × Dups sorted 16-byte duplicates in
-	// a DUPSORT database of its own environment per engine. Duplicate j of
-	// key i is big-endian j followed by Tag(i*Dups+j).
+	// Duplicate reads: DupKeys keys × Dups sorted duplicates in an
+	// environment of their own per engine, twice: 16-byte values in a
+	// DUPSORT database ("dups"; duplicate j of key i is big-endian j
+	// followed by Tag(i*Dups+j)) and 8-byte values in a DUPSORT|DUPFIXED
+	// one ("fixed"; big-endian uint32 j followed by the low half of the
+	// same tag).
 	dupEnvs := make([]*scratchEnv, len(engines))
 	defer func() {
 		for _, s := range dupEnvs {
@@ -375,12 +378,23 @@ func runDropin(c *Config) (*Table, error) {
 		binary.LittleEndian.PutUint64(dst[8:16], Tag(i*sz.Dups+j))
 		return dst[:16]
 	}
-	var dupSum uint64
-	for i := 0; i < sz.DupKeys*sz.Dups; i++ {
-		dupSum = dupSum*31 + Tag(i)
+	fixedVal := func(dst []byte, i, j int) []byte {
+		binary.BigEndian.PutUint32(dst[:4], uint32(j))
+		binary.LittleEndian.PutUint32(dst[4:8], uint32(Tag(i*sz.Dups+j)))
+		return dst[:8]
+	}
+	// Both rows visit the keys in this order: a SET_KEY per key, then
+	// the key's duplicates.
+	dupOrder := Perm(sz.DupKeys, 7)
+	var dupSum, fixedSum uint64
+	for _, i := range dupOrder {
+		for j := 0; j < sz.Dups; j++ {
+			dupSum = dupSum*31 + Tag(int(i)*sz.Dups+j)
+			fixedSum = fixedSum*31 + uint64(uint32(Tag(int(i)*sz.Dups+j)))
+		}
 	}
 	for side, e := range engines {
-		if !c.WantRow(dupRowName) {
+		if !c.WantRow(dupRowName) && !c.WantRow(multiRowName) {
 			break
 		}
 		c.Logf("loading %s keys × %d duplicates (%s)", Comma(sz.DupKeys), sz.Dups, e.Name())
@@ -398,6 +412,11 @@ func runDropin(c *Config) (*Table, error) {
 			txn.Abort()
 			return nil, err
 		}
+		fdb, err := txn.OpenDB("fixed", Create|DupSort|DupFixed)
+		if err != nil {
+			txn.Abort()
+			return nil, err
+		}
 		var buf [16]byte
 		for i := 0; i < sz.DupKeys; i++ {
 			for j := 0; j < sz.Dups; j++ {
@@ -405,37 +424,53 @@ func runDropin(c *Config) (*Table, error) {
 					txn.Abort()
 					return nil, fmt.Errorf("%s: dup put: %w", e.Name(), err)
 				}
+				if err := txn.Put(fdb, keys.At(i), fixedVal(buf[:], i, j)); err != nil {
+					txn.Abort()
+					return nil, fmt.Errorf("%s: dupfixed put: %w", e.Name(), err)
+				}
 			}
 		}
 		if err := txn.Commit(); err != nil {
 			return nil, err
 		}
 	}
-	dupRound := func(side int) (float64, error) {
+	// dupCursor opens a read txn (RawRead) and a cursor on database name,
+	// after checking that it holds every value.
+	dupCursor := func(side int, name string, flags DBFlags) (Txn, Cursor, error) {
 		txn, err := dupEnvs[side].Begin(true)
+		if err != nil {
+			return nil, nil, err
+		}
+		txn.SetRawRead(true)
+		db, err := txn.OpenDB(name, flags)
+		if err == nil {
+			var got uint64
+			if got, err = txn.Entries(db); err == nil && got != uint64(sz.DupKeys*sz.Dups) {
+				err = fmt.Errorf("%s database holds %d values, want %d", name, got, sz.DupKeys*sz.Dups)
+			}
+		}
+		var cur Cursor
+		if err == nil {
+			cur, err = txn.Cursor(db)
+		}
+		if err != nil {
+			txn.Abort()
+			return nil, nil, err
+		}
+		return txn, cur, nil
+	}
+	dupRound := func(side int) (float64, error) {
+		txn, cur, err := dupCursor(side, "dups", DupSort)
 		if err != nil {
 			return 0, err
 		}
 		defer txn.Abort()
-		txn.SetRawRead(true)
-		db, err := txn.OpenDB("dups", DupSort)
-		if err != nil {
-			return 0, err
-		}
-		if got, err := txn.Entries(db); err != nil || got != uint64(sz.DupKeys*sz.Dups) {
-			return 0, fmt.Errorf("dup database holds %d values (err %v), want %d", got, err, sz.DupKeys*sz.Dups)
-		}
-		cur, err := txn.Cursor(db)
-		if err != nil {
-			return 0, err
-		}
 		defer cur.Close()
 		var sum uint64
-		nkeys, nvals := 0, 0
+		nvals := 0
 		t0 := time.Now()
-		_, v, err := cur.First()
-		for err == nil {
-			nkeys++
+		for _, i := range dupOrder {
+			_, v, err := cur.SetKey(keys.At(int(i)))
 			for err == nil {
 				if len(v) == 16 {
 					sum = sum*31 + binary.LittleEndian.Uint64(v[8:])
@@ -446,15 +481,48 @@ func runDropin(c *Config) (*Table, error) {
 			if !errors.Is(err, ErrNotFound) {
 				return 0, err
 			}
-			_, v, err = cur.NextNoDup()
 		}
 		el := time.Since(t0)
-		if !errors.Is(err, ErrNotFound) {
+		if nvals != sz.DupKeys*sz.Dups || sum != dupSum {
+			return 0, fmt.Errorf("dup iteration saw %d values (checksum %x), want %d (%x)",
+				nvals, sum, sz.DupKeys*sz.Dups, dupSum)
+		}
+		return nsPer(el, nvals), nil
+	}
+	multiRound := func(side int) (float64, error) {
+		txn, cur, err := dupCursor(side, "fixed", DupSort|DupFixed)
+		if err != nil {
 			return 0, err
 		}
-		if nkeys != sz.DupKeys || nvals != sz.DupKeys*sz.Dups || sum != dupSum {
-			return 0, fmt.Errorf("dup iteration saw %d keys / %d values (checksum %x), want %d / %d (%x)",
-				nkeys, nvals, sum, sz.DupKeys, sz.DupKeys*sz.Dups, dupSum)
+		defer txn.Abort()
+		defer cur.Close()
+		var sum uint64
+		nvals := 0
+		t0 := time.Now()
+		for _, i := range dupOrder {
+			k := keys.At(int(i))
+			if _, _, err := cur.SetKey(k); err != nil {
+				return 0, err
+			}
+			vals, err := cur.GetMultiple(k)
+			for err == nil {
+				if len(vals)%8 != 0 {
+					return 0, fmt.Errorf("GET_MULTIPLE returned %d bytes, not a multiple of 8", len(vals))
+				}
+				for o := 0; o < len(vals); o += 8 {
+					sum = sum*31 + uint64(binary.LittleEndian.Uint32(vals[o+4:]))
+				}
+				nvals += len(vals) / 8
+				vals, err = cur.NextMultiple()
+			}
+			if !errors.Is(err, ErrNotFound) {
+				return 0, err
+			}
+		}
+		el := time.Since(t0)
+		if nvals != sz.DupKeys*sz.Dups || sum != fixedSum {
+			return 0, fmt.Errorf("GET_MULTIPLE read %d values (checksum %x), want %d (%x)",
+				nvals, sum, sz.DupKeys*sz.Dups, fixedSum)
 		}
 		return nsPer(el, nvals), nil
 	}
@@ -469,6 +537,7 @@ func runDropin(c *Config) (*Table, error) {
 		{fmt.Sprintf("full scan ×%d, cursor First + Next (RawRead)", sz.Passes), kv, "ns/entry", func(_ Engine, side, _ int) (float64, error) { return scanRound(side) }},
 		{fmt.Sprintf("range scan, Seek + %d Next (RawRead)", sz.ScanLen), fmt.Sprintf("%s scans of %s", Comma(sz.Scans), Comma(sz.N)), "µs/scan", func(_ Engine, side, _ int) (float64, error) { return rangeRound(side) }},
 		{dupRowName, fmt.Sprintf("%s keys × %d dups (16 B)", Comma(sz.DupKeys), sz.Dups), "ns/value", func(_ Engine, side, _ int) (float64, error) { return dupRound(side) }},
+		{multiRowName, fmt.Sprintf("%s keys × %d dups (8 B)", Comma(sz.DupKeys), sz.Dups), "ns/value", func(_ Engine, side, _ int) (float64, error) { return multiRound(side) }},
 		{"durable put + commit (fsync)", fmt.Sprintf("%s commits/round", Comma(sz.Commits)), "µs/commit", func(_ Engine, side, round int) (float64, error) { return durableRound(side, round) }},
 	}
 	t := &Table{Sides: []string{ours.Name(), stock.Name()}}
@@ -495,7 +564,10 @@ func runDropin(c *Config) (*Table, error) {
 	return t, nil
 }
 
-const dupRowName = "DUPSORT iteration, NextDup + NextNoDup (RawRead)"
+const (
+	dupRowName   = "DUPSORT reads, SetKey + NextDup per key (RawRead)"
+	multiRowName = "DUPFIXED reads, SetKey + GetMultiple/NextMultiple (RawRead)"
+)
 
 func nsPer(d time.Duration, n int) float64 {
 	if n == 0 {

@@ -64,8 +64,9 @@ type DB uint
 type DBFlags uint
 
 const (
-	Create  DBFlags = 1 << iota // create the database if missing (write txn)
-	DupSort                     // sorted duplicate values
+	Create   DBFlags = 1 << iota // create the database if missing (write txn)
+	DupSort                      // sorted duplicate values
+	DupFixed                     // with DupSort: duplicates of one fixed size
 )
 
 // Env is an open environment.
@@ -107,5 +108,16 @@ type Cursor interface {
 	NextDup() (key, val []byte, err error)
 	// NextNoDup moves to the first value of the next key (DupSort).
 	NextNoDup() (key, val []byte, err error)
+	// SetKey positions at exactly key (MDB_SET_KEY; ErrNotFound if absent).
+	SetKey(key []byte) (k, val []byte, err error)
+	// GetMultiple returns the duplicates of the current key from the
+	// cursor's position to the end of its page, packed back to back
+	// (MDB_GET_MULTIPLE, DupFixed); NextMultiple the next such batch
+	// (MDB_NEXT_MULTIPLE), ErrNotFound after the key's last one. key is
+	// the current key: the engine ignores it, but lmdb-go v1.9.3 under
+	// RawRead dereferences the key slot that GET_MULTIPLE leaves unset
+	// (a nil-pointer panic) unless a key is passed in.
+	GetMultiple(key []byte) (vals []byte, err error)
+	NextMultiple() (vals []byte, err error)
 	Close()
 }
