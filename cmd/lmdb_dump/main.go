@@ -178,6 +178,9 @@ var headerFlags = []struct {
 	{lmdb.DupFixed, "dupfixed"},
 	{lmdb.IntegerDup, "integerdup"},
 	{lmdb.ReverseDup, "reversedup"},
+	// DLMDB's extension (lmdb_load recreates the database counted);
+	// stock mdb_load does not know the keyword
+	{lmdb.Counted, "counted"},
 }
 
 // dumpDB writes one section: the header describing dbi, then every

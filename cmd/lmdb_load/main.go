@@ -199,6 +199,7 @@ var flagWords = map[string]uint{
 	"integerdup": lmdb.IntegerDup,
 	"reversedup": lmdb.ReverseDup,
 	"duplicates": lmdb.DupSort,
+	"counted":    lmdb.Counted, // DLMDB: order statistics (not an order flag)
 }
 
 // readHeader parses a header up to HEADER=END. It returns nil at a clean
