@@ -6,8 +6,14 @@
  * extents, page numbers below the snapshot's next free page, key order inside
  * a page and against the separator range inherited from the parents, equal
  * leaf depth, no page reached twice, overflow runs in range, and the stored
- * per-DB counts (depth, branch/leaf/overflow pages, entries).  Then the free
- * list (free DB records, plus a write txn's pending lists) must not overlap
+ * per-DB counts (depth, branch/leaf/overflow pages, entries).  Counted trees
+ * (MDB_COUNTED, FORMAT.md "Counted trees") also get their branch-node counts
+ * compared with what the child subtree really holds, their page flags
+ * (COUNTED, plus KEYCOUNT for DUPSORT main trees; neither in other trees) and
+ * the counted flag of their duplicate sub-trees checked; a snapshot holding a
+ * DB with an extension flag must carry the extended meta version (that is
+ * what keeps stock LMDB out of the file).  Then the free list (free DB
+ * records, plus a write txn's pending lists) must not overlap
  * the reachable pages nor repeat a page.  Finally every page number below
  * the snapshot's end must be either reachable, free, or a meta page: an
  * unaccounted ("leaked") page is reported as corruption, because our engine
@@ -26,7 +32,11 @@ struct audit {
 	int failed;
 	/* per-tree tallies */
 	uint64_t branch, leaf, overflow, entries;
+	uint64_t keys;		/* distinct keys met in leaves (KEYCOUNT checks) */
 	unsigned leafdepth;
+	unsigned cntflags;	/* COUNTED|KEYCOUNT bits every branch page must carry */
+	int dupsort;		/* DUP nodes of this tree hold duplicates */
+	int extdbs;		/* named DBs seen with an extension flag */
 	MDB_cmp_func *cmp;
 	MDB_cmp_func *dcmp;	/* duplicate order of the DB being walked */
 	const char *dbname;
@@ -35,6 +45,11 @@ struct audit {
 };
 
 static int audit_tree(struct audit *a, const dl_dbrec *db, MDB_cmp_func *cmp, const char *name);
+static int audit_tree_as(struct audit *a, const dl_dbrec *db, MDB_cmp_func *cmp, const char *name,
+	int kind);
+#define TREE_USER 0	/* named DB or duplicate sub-tree */
+#define TREE_FREE 1	/* the free DB: never counted */
+#define TREE_MAIN 2	/* the main DB (counted like a user DB; its TREE nodes are named DBs) */
 static int fail(struct audit *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Duplicates of one key: an inline sub-page or a sub-tree. */
@@ -50,6 +65,13 @@ static int audit_dups(struct audit *a, pgno_t pg, const dl_node *nd)
 		memcpy(&rec, dl_node_data(nd), sizeof rec);
 		if (rec.d_entries < 1)
 			return fail(a, "page %" PRIu64 ": empty duplicate sub-tree", pg);
+		/* the duplicates of a counted DB are counted too, else not */
+		if (!!(rec.d_flags & MDB_COUNTED) != !!a->cntflags)
+			return fail(a, "page %" PRIu64 ": duplicate sub-tree record flags 0x%x in a%s tree", pg,
+				(unsigned)rec.d_flags, a->cntflags ? " counted" : "n uncounted");
+		if (rec.d_flags & MDB_DUPSORT)
+			return fail(a, "page %" PRIu64 ": duplicate sub-tree record flags 0x%x include DUPSORT", pg,
+				(unsigned)rec.d_flags);
 		struct audit save = *a;
 		a->fixed = (rec.d_flags & MDB_DUPFIXED) ? rec.d_pad : 0;
 		if ((rec.d_flags & MDB_DUPFIXED) && (rec.d_pad == 0 || rec.d_pad > DL_MAXKEY))
@@ -160,6 +182,10 @@ static int walk(struct audit *a, pgno_t pg, unsigned depth, const MDB_val *lo, c
 	int branch = dl_pg_is_branch(p), leaf = dl_pg_is_leaf(p);
 	if (branch == leaf || (p->p_flags & (DL_P_OVERFLOW | DL_P_META)))
 		return fail(a, "page %" PRIu64 " has kind flags 0x%x", pg, p->p_flags);
+	unsigned cf = p->p_flags & (DL_P_COUNTED | DL_P_KEYCOUNT), wantcf = branch ? a->cntflags : 0;
+	if (cf != wantcf)
+		return fail(a, "%s page %" PRIu64 " has count flags 0x%x, want 0x%x (%s tree)",
+			branch ? "branch" : "leaf", pg, cf, wantcf, a->cntflags ? "counted" : "uncounted");
 	if (p->p_lower < DL_PAGEHDR || p->p_lower > p->p_upper || p->p_upper > env->e_psize ||
 	    (p->p_lower & 1))
 		return fail(a, "page %" PRIu64 " bad bounds lower %u upper %u", pg, p->p_lower, p->p_upper);
@@ -186,12 +212,15 @@ static int walk(struct audit *a, pgno_t pg, unsigned depth, const MDB_val *lo, c
 			lprev = k;
 		}
 		a->entries += n;
+		a->keys += n;
 		if (!a->leafdepth)
 			a->leafdepth = depth;
 		else if (a->leafdepth != depth)
 			return fail(a, "leaves at depths %u and %u", a->leafdepth, depth);
 		return 0;
 	}
+	if (leaf)
+		a->keys += n;
 	MDB_val prev = {0, NULL};
 	for (unsigned i = 0; i < n; i++) {
 		unsigned off = dl_pg_slot(p, i);
@@ -201,6 +230,8 @@ static int walk(struct audit *a, pgno_t pg, unsigned depth, const MDB_val *lo, c
 		size_t extent = DL_NODEHDR + nd->n_ksize;
 		if (leaf)
 			extent += (nd->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(nd);
+		else
+			extent += dl_pg_cntbytes(p);
 		if (off + extent > env->e_psize)
 			return fail(a, "page %" PRIu64 " node %u runs past the page end", pg, i);
 		if (nd->n_ksize > DL_MAXKEY || (nd->n_ksize == 0 && (leaf || i > 0)))
@@ -229,11 +260,23 @@ static int walk(struct audit *a, pgno_t pg, unsigned depth, const MDB_val *lo, c
 				chi.mv_data = dl_node_key(nx);
 				phi = &chi;
 			}
+			uint64_t ent0 = a->entries, keys0 = a->keys;
 			if ((rc = walk(a, dl_node_child(nd), depth + 1, plo, phi)))
 				return rc;
+			if (cf && dl_node_count(nd) != a->entries - ent0)
+				return fail(a, "page %" PRIu64 " node %u (child %" PRIu64 "): entries stored %"
+					PRIu64 ", subtree holds %" PRIu64, pg, i, dl_node_child(nd),
+					dl_node_count(nd), a->entries - ent0);
+			if ((cf & DL_P_KEYCOUNT) && dl_node_keycount(nd) != a->keys - keys0)
+				return fail(a, "page %" PRIu64 " node %u (child %" PRIu64 "): keys stored %"
+					PRIu64 ", subtree holds %" PRIu64, pg, i, dl_node_child(nd),
+					dl_node_keycount(nd), a->keys - keys0);
 			continue;
 		}
 		if (nd->n_flags & DL_N_DUP) {
+			if (!a->dupsort)
+				return fail(a, "page %" PRIu64 " node %u: duplicates (flags 0x%x) in a tree "
+					"without DUPSORT", pg, i, (unsigned)nd->n_flags);
 			if ((rc = audit_dups(a, pg, nd)))
 				return rc;
 			continue;
@@ -266,8 +309,18 @@ static int walk(struct audit *a, pgno_t pg, unsigned depth, const MDB_val *lo, c
 
 static int audit_tree(struct audit *a, const dl_dbrec *db, MDB_cmp_func *cmp, const char *name)
 {
-	a->branch = a->leaf = a->overflow = a->entries = 0;
+	return audit_tree_as(a, db, cmp, name, TREE_USER);
+}
+
+static int audit_tree_as(struct audit *a, const dl_dbrec *db, MDB_cmp_func *cmp, const char *name,
+	int kind)
+{
+	a->branch = a->leaf = a->overflow = a->entries = a->keys = 0;
 	a->leafdepth = 0;
+	a->dupsort = kind != TREE_FREE && (db->d_flags & MDB_DUPSORT);
+	a->cntflags = 0;
+	if (kind != TREE_FREE && (db->d_flags & MDB_COUNTED))
+		a->cntflags = dl_db_branch_flags(db) & (DL_P_COUNTED | DL_P_KEYCOUNT);
 	a->cmp = cmp;
 	a->dbname = name;
 	int rc = 0;
@@ -283,7 +336,8 @@ static int audit_tree(struct audit *a, const dl_dbrec *db, MDB_cmp_func *cmp, co
 			", found %" PRIu64 "/%" PRIu64 "/%" PRIu64, db->d_branch, db->d_leaf,
 			db->d_overflow, a->branch, a->leaf, a->overflow);
 	if (a->entries != db->d_entries)
-		return fail(a, "entries recorded %" PRIu64 ", found %" PRIu64, db->d_entries, a->entries);
+		return fail(a, "entries recorded %" PRIu64 ", found %" PRIu64 "%s", db->d_entries, a->entries,
+			a->cntflags ? " (counted tree: the record holds the root total)" : "");
 	return 0;
 }
 
@@ -361,6 +415,9 @@ static int audit_named(struct audit *a)
 	for (rc = mdb_cursor_get(&mc, &k, NULL, MDB_FIRST); rc == 0;
 	     rc = mdb_cursor_get(&mc, &k, NULL, MDB_NEXT)) {
 		dl_node *nd = dl_pg_node(mc.c_pg[mc.c_top], mc.c_ki[mc.c_top]);
+		/* named DB records are TREE nodes, whatever their flags;
+		 * TREE|DUP is a duplicate sub-tree (DUPSORT main DB; walk()
+		 * rejects DUP nodes in any other tree) */
 		if ((nd->n_flags & (DL_N_TREE | DL_N_DUP)) != DL_N_TREE)
 			continue;
 		dl_dbrec rec;
@@ -369,6 +426,8 @@ static int audit_named(struct audit *a)
 		memcpy(&rec, dl_node_data(nd), sizeof rec);
 		memcpy(name, dl_node_key(nd), nd->n_ksize);
 		name[nd->n_ksize] = 0;
+		if (rec.d_flags & DL_DB_EXTFLAGS)
+			a->extdbs++;
 		/* a write txn may hold a newer copy of the record */
 		const dl_dbrec *use = &rec;
 		MDB_cmp_func *cmp = dlmdb_cmp_for(rec.d_flags);
@@ -391,6 +450,30 @@ static int audit_named(struct audit *a)
 	}
 	if (rc && rc != MDB_NOTFOUND)
 		return fail(a, "walking main DB: %s", mdb_strerror(rc));
+	return 0;
+}
+
+/* Stock LMDB must not open a file holding a DB with an extension flag: the
+ * meta page of this snapshot must carry the extended version (FORMAT.md).
+ * Only a read txn has a committed meta of its own (a write txn's is written
+ * at commit); if that meta was rewritten meanwhile there is nothing to check. */
+static int audit_version(struct audit *a)
+{
+	MDB_txn *txn = a->txn;
+	if (!(txn->t_flags & DL_T_RDONLY))
+		return 0;
+	if (!a->extdbs && !(txn->t_dbs[DL_MAIN_DBI].d_flags & DL_DB_EXTFLAGS))
+		return 0;
+	for (int i = 0; i < DL_NMETAS; i++) {
+		dl_meta m;
+		memcpy(&m, a->env->e_map + (size_t)i * a->env->e_psize + DL_PAGEHDR, sizeof m);
+		if (m.m_txnid != txn->t_id || m.m_version == DL_DATA_VERSION_EXT)
+			continue;
+		a->dbname = "meta";
+		return fail(a, "meta page %d (txn %" PRIu64 ") has version 0x%x, but the snapshot holds %s "
+			"with an extension flag: want 0x%x", i, m.m_txnid, m.m_version,
+			a->extdbs ? "named DBs" : "a main DB", DL_DATA_VERSION_EXT);
+	}
 	return 0;
 }
 
@@ -419,17 +502,19 @@ int mdb_txn_check(MDB_txn *txn, char *msg, size_t msglen)
 	}
 	a.dcmp = dup_order(0);
 	a.state[0] = a.state[1] = 1;
-	rc = audit_tree(&a, &txn->t_dbs[DL_FREE_DBI], dlmdb_cmp_for(MDB_INTEGERKEY), "free DB");
+	rc = audit_tree_as(&a, &txn->t_dbs[DL_FREE_DBI], dlmdb_cmp_for(MDB_INTEGERKEY), "free DB", TREE_FREE);
 	if (!rc) {
 		unsigned mf = txn->t_dbs[DL_MAIN_DBI].d_flags;
 		a.dcmp = a.env->e_dbx[DL_MAIN_DBI].x_dcmp ? a.env->e_dbx[DL_MAIN_DBI].x_dcmp : dup_order(mf);
 	}
 	if (!rc)
-		rc = audit_tree(&a, &txn->t_dbs[DL_MAIN_DBI], a.env->e_dbx[DL_MAIN_DBI].x_cmp ?
+		rc = audit_tree_as(&a, &txn->t_dbs[DL_MAIN_DBI], a.env->e_dbx[DL_MAIN_DBI].x_cmp ?
 			a.env->e_dbx[DL_MAIN_DBI].x_cmp : dlmdb_cmp_for(txn->t_dbs[DL_MAIN_DBI].d_flags),
-			"main DB");
+			"main DB", TREE_MAIN);
 	if (!rc)
 		rc = audit_named(&a);
+	if (!rc)
+		rc = audit_version(&a);
 	if (!rc)
 		rc = audit_free(&a);
 	if (!rc) {

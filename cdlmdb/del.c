@@ -52,7 +52,10 @@ void dlmdb_cursors_forget(MDB_txn *txn, MDB_dbi dbi)
 		for (MDB_cursor *c = t->t_cursors; c; c = c->c_next) {
 			if (c->c_dbi != dbi)
 				continue;
-			c->c_flags = 0;
+			/* LMDB drops only the "initialised" bit: a pending delete
+			 * mark survives (a refused put keeps it, Next then returns
+			 * the item the put found) */
+			c->c_flags &= DL_C_DEL;
 			c->c_depth = 0;
 			if (c->c_sub)
 				c->c_sub->x_c.c_flags = 0;
@@ -180,6 +183,24 @@ static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
 	return dlmdb_insert_at(mc, level - 1, sepidx, nodebuf, DL_NODEHDR + sep.mv_size + cb, 0, &split);
 }
 
+/*
+ * The delete of mc's item (key in mc->c_saved) is emptying the DB.  LMDB
+ * gives the delete mark to the other cursors on that item (also of
+ * enclosing txns) before it rebalances; dlmdb_cursors_forget keeps it.
+ */
+static void mark_on_gone_item(MDB_cursor *mc)
+{
+	for (MDB_txn *t = mc->c_txn; t; t = t->t_parent) {
+		for (MDB_cursor *c = t->t_cursors; c; c = c->c_next) {
+			if (c == mc || c->c_dbi != mc->c_dbi ||
+			    (c->c_flags & (DL_C_INIT | DL_C_SAVED | DL_C_PAST)) != (DL_C_INIT | DL_C_SAVED))
+				continue;
+			if (c->c_savedlen == mc->c_savedlen && !memcmp(c->c_saved, mc->c_saved, c->c_savedlen))
+				c->c_flags |= DL_C_DEL;
+		}
+	}
+}
+
 static int rebalance(MDB_cursor *mc)
 {
 	MDB_txn *txn = mc->c_txn;
@@ -196,8 +217,10 @@ static int rebalance(MDB_cursor *mc)
 					return rc;
 				mc->c_db->d_root = DL_NO_PAGE;
 				mc->c_db->d_depth = 0;
-				if (!mc->c_owner)	/* not a duplicate sub-tree */
+				if (!mc->c_owner) {	/* not a duplicate sub-tree */
+					mark_on_gone_item(mc);
 					dlmdb_cursors_forget(txn, mc->c_dbi);
+				}
 				return 0;
 			}
 			while (branch && n == 1) {
@@ -363,7 +386,10 @@ static int reanchor_others(MDB_cursor *mc)
 				continue;
 			if (c->c_savedlen != mc->c_savedlen || memcmp(c->c_saved, mc->c_saved, c->c_savedlen))
 				continue;
-			c->c_flags = anchor.c_flags;
+			/* LMDB only adds the delete mark: the cursor's own EOF mark
+			 * stays (and standing past the last item sets it) */
+			unsigned eof = (c->c_flags & DL_C_EOF) | ((anchor.c_flags & DL_C_PAST) ? DL_C_EOF : 0);
+			c->c_flags = (anchor.c_flags & ~DL_C_EOF) | eof;
 			c->c_savedlen = anchor.c_savedlen;
 			memcpy(c->c_saved, anchor.c_saved, anchor.c_savedlen);
 		}
@@ -425,7 +451,8 @@ static int move_past(MDB_cursor *mc, const MDB_val *top, MDB_cursor **past, unsi
 	for (unsigned i = 0; i < n; i++) {
 		if (!(past[i]->c_flags & DL_C_INIT))
 			continue;	/* the DB became empty */
-		past[i]->c_flags = tmp.c_flags;
+		/* moving it keeps a pending delete mark, as in LMDB */
+		past[i]->c_flags = tmp.c_flags | (past[i]->c_flags & DL_C_DEL);
 		past[i]->c_savedlen = tmp.c_savedlen;
 		memcpy(past[i]->c_saved, tmp.c_saved, tmp.c_savedlen);
 	}
@@ -440,6 +467,7 @@ static int move_past(MDB_cursor *mc, const MDB_val *top, MDB_cursor **past, unsi
 static int del_current(MDB_cursor *mc, int allow_tree, int reposition)
 {
 	MDB_txn *txn = mc->c_txn;
+	unsigned wasdel = mc->c_flags & DL_C_DEL;
 	dl_page *leaf = mc->c_pg[mc->c_top];
 	unsigned ki = mc->c_ki[mc->c_top];
 	if (ki >= dl_pg_nkeys(leaf))
@@ -484,6 +512,8 @@ static int del_current(MDB_cursor *mc, int allow_tree, int reposition)
 	/* reanchor_others copies mc's position to cursors of enclosing txns */
 	if ((reposition || txn->t_parent) && (rc = dlmdb_cursor_revalidate(mc)))
 		return DL_TXN_FAIL(txn, rc);
+	if (mc->c_db->d_root == DL_NO_PAGE && !mc->c_owner)
+		mc->c_flags |= wasdel;	/* emptied: as LMDB, a mark it had stays */
 	if (!mc->c_owner && (rc = reanchor_others(mc)))
 		return DL_TXN_FAIL(txn, rc);
 	if (npast && mc->c_db->d_root != DL_NO_PAGE && (rc = move_past(mc, &top, past, npast)))

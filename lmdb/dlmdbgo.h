@@ -389,4 +389,88 @@ static inline dlmdbgo_check_res dlmdbgo_txn_check(MDB_txn *txn)
 	return out;
 }
 
+/* ---- order statistics (MDB_COUNTED) ---- */
+
+/* A bound of a counted range: a NULL pointer with has == 0 is open.  The
+ * MDB_val lives on the C stack of the helper; only (char *, size_t) cross
+ * from Go. */
+static inline const MDB_val *dlmdbgo_bound(MDB_val *v, char *p, size_t n, int has)
+{
+	if (!has)
+		return NULL;
+	v->mv_size = n;
+	v->mv_data = dlmdbgo_bytes(p, n);
+	return v;
+}
+
+/* which: 0 mdb_count_range, 1 mdb_range_count_keys, 2 mdb_range_count_values,
+ * 3 mdb_count_all (bounds unused, flags passed as given). */
+static inline dlmdbgo_num dlmdbgo_count(MDB_txn *txn, MDB_dbi dbi, int which,
+					char *lp, size_t ln, int haslow,
+					char *hp, size_t hn, int hashigh, unsigned int flags)
+{
+	MDB_val lo, hi;
+	const MDB_val *plo, *phi;
+	uint64_t n = 0;
+	dlmdbgo_num out;
+	plo = dlmdbgo_bound(&lo, lp, ln, haslow);
+	phi = dlmdbgo_bound(&hi, hp, hn, hashigh);
+	switch (which) {
+	case 0:
+		out.rc = mdb_count_range(txn, dbi, plo, phi, flags, &n);
+		break;
+	case 1:
+		out.rc = mdb_range_count_keys(txn, dbi, plo, phi, flags, &n);
+		break;
+	case 2:
+		out.rc = mdb_range_count_values(txn, dbi, plo, phi, flags, &n);
+		break;
+	default:
+		out.rc = mdb_count_all(txn, dbi, flags, &n);
+		break;
+	}
+	out.n = out.rc ? 0 : (unsigned long long)n;
+	return out;
+}
+
+/* The pair at a rank: through the transaction (cur NULL) or moving cur. */
+static inline dlmdbgo_pair dlmdbgo_get_rank(MDB_txn *txn, MDB_dbi dbi, MDB_cursor *cur,
+					    unsigned long long rank)
+{
+	MDB_val k, v;
+	dlmdbgo_pair out;
+	k.mv_size = v.mv_size = 0;
+	k.mv_data = v.mv_data = NULL;
+	if (cur)
+		out.rc = mdb_cursor_get_rank(cur, (uint64_t)rank, &k, &v, 0);
+	else
+		out.rc = mdb_get_rank(txn, dbi, (uint64_t)rank, &k, &v);
+	out.same = 0;
+	out.klen = out.rc ? 0 : k.mv_size;
+	out.kdata = out.rc ? NULL : (char *)k.mv_data;
+	out.vlen = out.rc ? 0 : v.mv_size;
+	out.vdata = out.rc ? NULL : (char *)v.mv_data;
+	return out;
+}
+
+/* The rank of a key (hasval == 0: no data argument, NULL) or of a pair,
+ * through the transaction (cur NULL) or a cursor. */
+static inline dlmdbgo_num dlmdbgo_key_rank(MDB_txn *txn, MDB_dbi dbi, MDB_cursor *cur,
+					   char *kp, size_t kn, char *vp, size_t vn, int hasval)
+{
+	MDB_val k, v;
+	const MDB_val *pv;
+	uint64_t r = 0;
+	dlmdbgo_num out;
+	k.mv_size = kn;
+	k.mv_data = dlmdbgo_bytes(kp, kn);
+	pv = dlmdbgo_bound(&v, vp, vn, hasval);
+	if (cur)
+		out.rc = mdb_cursor_key_rank(cur, &k, pv, 0, &r);
+	else
+		out.rc = mdb_get_key_rank(txn, dbi, &k, pv, &r);
+	out.n = out.rc ? 0 : (unsigned long long)r;
+	return out;
+}
+
 #endif /* DLMDBGO_H */

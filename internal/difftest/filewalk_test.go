@@ -22,6 +22,8 @@ const (
 	wPLeaf     = 0x02
 	wPOverflow = 0x04
 	wPLeaf2    = 0x20
+	wPCounted  = 0x100 // branch pages of MDB_COUNTED trees (FORMAT.md "Counted trees")
+	wPKeyCount = 0x200 // ... of counted DUPSORT main trees
 	wFBigData  = 0x01
 	wFSubData  = 0x02
 	wFDupData  = 0x04
@@ -86,7 +88,11 @@ func (w *fileWalker) walkTree(root uint64, who string, depth int, leafFn func(fl
 		return
 	}
 	flags := binary.LittleEndian.Uint16(p[10:])
-	if flags&^(wPBranch|wPLeaf|wPLeaf2) != 0 {
+	known := uint16(wPBranch | wPLeaf | wPLeaf2)
+	if flags&wPBranch != 0 {
+		known |= wPCounted | wPKeyCount
+	}
+	if flags&^known != 0 {
 		// P_DIRTY, P_SUBP, P_LOOSE, P_KEEP... are in-memory states; on disk
 		// a tree page is a branch, a leaf or a LEAF2 leaf
 		w.failf("%s: page %d stored with flags %#x", who, root, flags)

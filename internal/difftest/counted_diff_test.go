@@ -1,0 +1,335 @@
+//go:build !dlmdb_stockonly
+
+package difftest
+
+import (
+	"fmt"
+	"math/rand"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	dl "github.com/dlmdb/dlmdb-go/lmdb"
+)
+
+// Counted DBs in the differential harness: the engine under test is ours with
+// every DB it creates opened with MDB_COUNTED, the reference is stock LMDB
+// with plain DBs. Counting must not change a single ordinary result (return
+// codes, keys, values, cursor positions, Stat entries), and every Check of our
+// side -- the harness's opCheck ops and the final Env.Check, which verify the
+// stored counts of counted trees -- must pass. Each Check through this engine
+// also compares CountAll with Stat's entry count and, for a few ranks, Rank
+// with a cursor walk.
+
+type countedEngine struct{ oursEngine }
+
+func (countedEngine) name() string { return "ours-counted" }
+
+func (e countedEngine) openEnv(path string, o envOpts) (tEnv, error) {
+	env, err := e.oursEngine.openEnv(path, o)
+	if err != nil {
+		return nil, err
+	}
+	return &countedEnv{oursEnv: env.(*oursEnv), dir: path}, nil
+}
+
+type countedEnv struct {
+	*oursEnv
+	dir  string
+	dbis []uint32 // named DBIs opened through this env (counted when created)
+}
+
+// check: the structural checker, the Go reading of the counts in the data
+// file (committed state: called between txns), then the count API of every
+// DB in a read txn.
+func (s *countedEnv) check() error {
+	if err := s.oursEnv.check(); err != nil {
+		return err
+	}
+	if probs, trees := countedFileCheck(s.dir); len(probs) > 0 || trees < len(s.dbis) {
+		return fmt.Errorf("counts in the data file (%d counted trees, %d DBs): %v", trees, len(s.dbis), probs)
+	}
+	txn, err := s.oursEnv.e.BeginTxn(nil, dl.Readonly)
+	if err != nil {
+		return err
+	}
+	defer txn.Abort()
+	for _, dbi := range s.dbis {
+		if err := countedConsistent(txn, dl.DBI(dbi)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *countedEnv) begin(parent tTxn, flags uint) (tTxn, error) {
+	var p tTxn
+	if parent != nil {
+		p = parent.(*countedTxn).oursTxn
+	}
+	t, err := s.oursEnv.begin(p, flags)
+	if err != nil {
+		return nil, err
+	}
+	return &countedTxn{oursTxn: t.(*oursTxn), env: s}, nil
+}
+
+type countedTxn struct {
+	*oursTxn
+	env *countedEnv
+}
+
+// openDBI creates DBs counted; for an existing DB the stored flags win (as
+// in LMDB), so this never changes a DB created without the flag.
+func (s *countedTxn) openDBI(name string, flags uint) (uint32, error) {
+	if name != "" {
+		flags |= uint(dl.Counted)
+	}
+	dbi, err := s.oursTxn.openDBI(name, flags)
+	if err == nil && name != "" && !slices.Contains(s.env.dbis, dbi) {
+		s.env.dbis = append(s.env.dbis, dbi)
+	}
+	return dbi, err
+}
+
+// dbFlags hides the Counted bit, which stock's DBs do not have.
+func (s *countedTxn) dbFlags(dbi uint32) (uint, error) {
+	f, err := s.oursTxn.dbFlags(dbi)
+	return f &^ uint(dl.Counted), err
+}
+
+func (s *countedTxn) cursor(dbi uint32) (tCursor, error) {
+	c, err := s.oursTxn.cursor(dbi)
+	if err != nil {
+		return nil, err
+	}
+	return &countedCursor{c.(*oursCursor)}, nil
+}
+
+// check runs the structural checker, then cross-checks the count API of each
+// DB this txn opened against Stat and a cursor walk.
+func (s *countedTxn) check() error {
+	if err := s.oursTxn.check(); err != nil {
+		return err
+	}
+	for _, dbi := range s.env.dbis {
+		if err := countedConsistent(s.oursTxn.t, dl.DBI(dbi)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type countedCursor struct{ *oursCursor }
+
+func (s *countedCursor) renew(t tTxn) error { return s.oursCursor.renew(t.(*countedTxn).oursTxn) }
+
+// countedConsistent: CountAll equals Stat's entries and the number of items a
+// cursor walk sees; for a few ranks r, Rank / Cursor.GetRank (then Next) give
+// the walk's r-th item and KeyRank its key's first item (DUPSORT: the pair's
+// rank through Cursor.KeyRank); CountRange / CountKeys between sampled keys,
+// with each bound kind, give what the walk holds there.
+// Not an errno error on purpose (a failing Check must not look like stock's).
+func countedConsistent(txn *dl.Txn, dbi dl.DBI) error {
+	flags, err := txn.Flags(dbi)
+	if err != nil {
+		return err
+	}
+	if flags&uint(dl.Counted) == 0 {
+		return fmt.Errorf("dbi %d: created through the counted engine but flags %#x lack Counted", dbi, flags)
+	}
+	dupsort := flags&uint(dl.DupSort) != 0
+	st, err := txn.Stat(dbi)
+	if err != nil {
+		return err
+	}
+	all, err := txn.CountAll(dbi)
+	if err != nil {
+		return fmt.Errorf("dbi %d: CountAll: %w", dbi, err)
+	}
+	if all != st.Entries {
+		return fmt.Errorf("dbi %d: CountAll %d, Stat.Entries %d", dbi, all, st.Entries)
+	}
+	c, err := txn.OpenCursor(dbi)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	// the walk is the model: items in order, and where each key's run starts
+	var ks, vs [][]byte
+	var first []int // first[i]: index of the first item with key ks[i]
+	for op := uint(dl.First); ; op = dl.Next {
+		k, v, err := c.Get(nil, nil, op)
+		if dl.IsNotFound(err) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		f := len(ks)
+		if f > 0 && string(ks[f-1]) == string(k) {
+			f = first[f-1]
+		}
+		ks = append(ks, append([]byte(nil), k...))
+		vs = append(vs, append([]byte(nil), v...))
+		first = append(first, f)
+	}
+	n := uint64(len(ks))
+	if n != all {
+		return fmt.Errorf("dbi %d: CountAll %d, a cursor walk sees %d items", dbi, all, n)
+	}
+	if _, _, err := txn.Rank(dbi, all); !dl.IsNotFound(err) {
+		return fmt.Errorf("dbi %d: Rank(%d) past the end: %v, want NotFound", dbi, all, err)
+	}
+	if n == 0 {
+		return nil
+	}
+	last := func(i int) int { // index of the last item with key ks[i]
+		for i+1 < len(ks) && string(ks[i+1]) == string(ks[i]) {
+			i++
+		}
+		return i
+	}
+	samples := []uint64{0, n / 4, n / 3, n / 2, n - 1}
+	// ascending ranks through one cursor, which then continues with Next
+	rc, err := txn.OpenCursor(dbi)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	for _, r := range samples {
+		k, v, err := txn.Rank(dbi, r)
+		if err != nil || string(k) != string(ks[r]) || string(v) != string(vs[r]) {
+			return fmt.Errorf("dbi %d: Rank(%d) = %s/%s, %v; the walk has %s/%s", dbi, r, showBytes(k),
+				showBytes(v), err, showBytes(ks[r]), showBytes(vs[r]))
+		}
+		k, v, err = rc.GetRank(r)
+		if err != nil || string(k) != string(ks[r]) || string(v) != string(vs[r]) {
+			return fmt.Errorf("dbi %d: Cursor.GetRank(%d) = %s/%s, %v; the walk has %s/%s", dbi, r,
+				showBytes(k), showBytes(v), err, showBytes(ks[r]), showBytes(vs[r]))
+		}
+		if r+1 < n {
+			k, v, err = rc.Get(nil, nil, dl.Next)
+			if err != nil || string(k) != string(ks[r+1]) || string(v) != string(vs[r+1]) {
+				return fmt.Errorf("dbi %d: Next after Cursor.GetRank(%d) = %s/%s, %v; the walk has %s/%s", dbi, r,
+					showBytes(k), showBytes(v), err, showBytes(ks[r+1]), showBytes(vs[r+1]))
+			}
+		}
+		// a key's rank is its first item's; a pair's is its own
+		kr, err := txn.KeyRank(dbi, ks[r], nil)
+		if err != nil || kr != uint64(first[r]) {
+			return fmt.Errorf("dbi %d: KeyRank(%s) = %d, %v; want %d", dbi, showBytes(ks[r]), kr, err, first[r])
+		}
+		if dupsort {
+			kr, err = rc.KeyRank(ks[r], vs[r])
+			if err != nil || kr != r {
+				return fmt.Errorf("dbi %d: Cursor.KeyRank(%s, %s) = %d, %v; want %d", dbi, showBytes(ks[r]),
+					showBytes(vs[r]), kr, err, r)
+			}
+		}
+	}
+	// ranges between sampled keys, every bound kind
+	for _, lh := range [][2]uint64{{n / 4, n / 2}, {0, n - 1}, {n / 3, n / 3}, {n / 2, n / 4}} {
+		lo, hi := int(lh[0]), int(lh[1])
+		for fl := uint(0); fl < 4; fl++ {
+			flags := fl * uint(dl.CountLowerIncl) // 0, 2, 4, 6
+			start, end := last(lo)+1, first[hi]
+			if flags&uint(dl.CountLowerIncl) != 0 {
+				start = first[lo]
+			}
+			if flags&uint(dl.CountUpperIncl) != 0 {
+				end = last(hi) + 1
+			}
+			want, wantKeys := uint64(0), uint64(0)
+			for i := start; i < end; i++ {
+				want++
+				if first[i] == i {
+					wantKeys++
+				}
+			}
+			got, err := txn.CountRange(dbi, ks[lo], ks[hi], flags)
+			if err != nil || got != want {
+				return fmt.Errorf("dbi %d: CountRange(%s, %s, %#x) = %d, %v; the walk has %d", dbi,
+					showBytes(ks[lo]), showBytes(ks[hi]), flags, got, err, want)
+			}
+			got, err = txn.CountKeys(dbi, ks[lo], ks[hi], flags)
+			if err != nil || got != wantKeys {
+				return fmt.Errorf("dbi %d: CountKeys(%s, %s, %#x) = %d, %v; the walk has %d", dbi,
+					showBytes(ks[lo]), showBytes(ks[hi]), flags, got, err, wantKeys)
+			}
+		}
+	}
+	return nil
+}
+
+func TestDifferentialCounted(t *testing.T) {
+	if isolate(t) {
+		return
+	}
+	countedDifferential(t, genOps, 150000)
+}
+
+func TestDifferentialCountedDupSort(t *testing.T) {
+	if isolate(t) {
+		return
+	}
+	countedDifferential(t, genDupOps, 80000)
+}
+
+func countedDifferential(t *testing.T, gen func(int64) []op, perScale int) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	a, b := engine(countedEngine{}), engine(stockEngine{})
+	base := t.TempDir()
+	var seeds []int64
+	if *flagSeed != 0 {
+		seeds = []int64{*flagSeed}
+	} else {
+		// a different stream from the plain differential's, same master seed
+		r := rand.New(rand.NewSource(masterSeed(t) ^ 0xc0c0))
+		for n, budget := 0, perScale*testScale(t); n < budget; {
+			s := r.Int63()
+			seeds = append(seeds, s)
+			n += len(gen(s))
+		}
+	}
+	total, failures := 0, 0
+	stats := &opStats{codes: map[opKind]map[int]int{}}
+	for i, seed := range seeds {
+		ops := gen(seed)
+		total += len(ops)
+		flags := seqEnvFlags(seed)
+		mm, err := runOpsStats(filepath.Join(base, fmt.Sprint(i)), a, b, ops, flags, stats)
+		if err != nil {
+			t.Fatalf("seed %d: setup: %v", seed, err)
+		}
+		if mm == nil {
+			continue
+		}
+		t.Errorf("%s vs %s: seed %d (env flags %#x): %v", a.name(), b.name(), seed, flags, mm)
+		start := ops
+		if mm.index+1 < len(ops) {
+			start = ops[:mm.index+1]
+			if m2, err := runOps(filepath.Join(base, "shrink"), a, b, start, flags); err != nil || m2 == nil {
+				start = ops
+			}
+		}
+		small := shrink(filepath.Join(base, "shrink"), a, b, start, flags, 400)
+		mm2, _ := runOps(filepath.Join(base, "shrink"), a, b, small, flags)
+		var sb strings.Builder
+		for j, o := range small {
+			fmt.Fprintf(&sb, "  %3d %v\n", j, o)
+		}
+		t.Errorf("shrunk to %d ops (mismatch: %v):\n%s", len(small), mm2, sb.String())
+		t.Errorf("reproduce: go test ./internal/difftest -run '^%s$' -difftest.seed=%d -v", t.Name(), seed)
+		if failures++; failures >= *flagKeepGoing {
+			t.FailNow()
+		}
+	}
+	t.Logf("%s vs %s: %d sequences, %d operations; results by op:\n%v", a.name(), b.name(), len(seeds), total, stats)
+	if total == 0 {
+		t.Fatal("no operations generated")
+	}
+}
