@@ -1,10 +1,11 @@
 // Command startup_bench times opening an existing environment (env_open +
 // txn_begin + dbi_open, optionally + one get), with default locking and
-// NOLOCK, for our package and stock lmdb-go v1.9.3 in the same run.
+// NOLOCK, for our package and stock lmdb-go v1.9.3 in the same run; then
+// the same for our package on a plain and a counted (MDB_COUNTED) DBI.
 //
 //	go run ./cmd/startup_bench [-quick] [-scale f] [-rounds n] [-json] [-readme README.md]
 package main
 
 import "github.com/dlmdb/dlmdb-go/bench"
 
-func main() { bench.Exit("startup_bench", "startup") }
+func main() { bench.Exit("startup_bench", "startup", "startupvar") }
