@@ -598,6 +598,7 @@ type side struct {
 	pendingNote string
 	pastEnd     map[tCursor]bool
 	doomed      map[tCursor]bool
+	placed      map[tCursor]bool // see unplacedStep
 }
 
 // pastEndStep steps around a stock LMDB 0.9.33 memory-safety bug: a failed
@@ -671,6 +672,44 @@ func (s *side) pastEndStep(o op, self tCursor, r *result) {
 					s.doomed[c] = true
 				}
 			}
+		}
+	}
+}
+
+// unplacedStep steps around a stock LMDB 0.9.33 use-after-free (ASan:
+// heap-use-after-free in mdb_page_search; seed 1877669999438715938). A
+// cursor opened on a named DB that this txn has not read yet gets a root
+// page pointer (mc_pg[0]) from mdb_cursor_init without being positioned.
+// Stock's fix-ups skip such a cursor: a root split keeps it on the old
+// root (now a leaf under the new root), and a later page touch only fixes
+// cursors at least as deep as the touching one. When a nested txn then
+// copies that page and commits, the merge frees the parent's copy, and the
+// parent cursor's next First/Last (also Next/Prev, which start with them on
+// an unpositioned cursor; Set* reset the pointer) reads the freed page. The
+// harness notes, per cursor, whether a cursor op on it ever got as far as
+// a search (ok, NotFound or KeyExist; EINVAL or BadValSize stop before
+// one), and when a nested txn commits it closes the parent's cursors that
+// never did, on both sides alike. An unpositioned cursor acts like a fresh
+// one, which the next op on the slot opens, so nothing compared is lost;
+// stockuaf_test.go pins ours' behaviour on the kept cursor.
+func (s *side) unplacedStep(o op, r result) {
+	if s.placed == nil {
+		s.placed = map[tCursor]bool{}
+	}
+	curOp := (o.kind >= opCurFirst && o.kind <= opCurDel) || (o.kind >= opCurGetBoth && o.kind <= opCurPutMulti)
+	if curOp && (r.code == 0 || r.code == eNotFound || r.code == eKeyExist) {
+		if c := s.topCursor(o.db, o.slot); c != nil {
+			s.placed[c] = true
+		}
+	}
+	if o.kind != opCommitNested || r.note == "noop" || len(s.curs) == 0 {
+		return
+	}
+	top := s.curs[len(s.curs)-1]
+	for i, c := range top {
+		if c != nil && !s.placed[c] {
+			c.close()
+			top[i] = nil
 		}
 	}
 }
@@ -866,6 +905,7 @@ func (s *side) apply(o op) (r result) {
 	r = s.apply1(o)
 	s.afterDupOp(o, &r) // stock bugs 2, 5, 6, 7 (stockdup_test.go)
 	s.pastEndStep(o, self, &r)
+	s.unplacedStep(o, r)
 	// In DUPSORT DBs stock LMDB crashes (NULL sub-cursor page) when a cursor
 	// is used after another cursor or a txn-level write deleted duplicates
 	// under it, so there the harness always forgets the other cursors of a
