@@ -74,7 +74,14 @@ static int reclaim_next(MDB_txn *txn)
 	return 0;
 }
 
-/* zero: clear the new buffer (skipped when the caller overwrites all of it) */
+/* zero: DL_BUF_ZERO clears the new buffer; DL_BUF_RAW leaves it as it is
+ * (the caller overwrites all of it); DL_BUF_PAGE clears only fresh memory:
+ * a spare buffer still holds an old page image of this env, which is all
+ * that can reach the file through the bytes the caller leaves alone (as in
+ * LMDB, whose recycled pages are not cleared either). */
+#define DL_BUF_RAW 0
+#define DL_BUF_ZERO 1
+#define DL_BUF_PAGE 2
 static int page_alloc_buf(MDB_txn *txn, unsigned n, dl_page **out, int zero)
 {
 	MDB_env *env = txn->t_env;
@@ -104,7 +111,7 @@ static int page_alloc_buf(MDB_txn *txn, unsigned n, dl_page **out, int zero)
 	size_t bytes = (size_t)n * env->e_psize;
 	/* two explicit calls: with malloc+memset gcc folds both paths to calloc */
 	dl_page *p = n == 1 ? dlmdb_spare_take(env) : NULL;
-	if (p && zero && !(env->e_flags & MDB_NOMEMINIT))
+	if (p && zero == DL_BUF_ZERO && !(env->e_flags & MDB_NOMEMINIT))
 		memset(p, 0, bytes);
 	else if (!p)
 		p = (zero && !(env->e_flags & MDB_NOMEMINIT)) ? calloc(1, bytes) : malloc(bytes);
@@ -188,11 +195,18 @@ int dlmdb_page_touch(MDB_txn *txn, dl_page *p, dl_page **out)
 	}
 	if ((rc = dlmdb_page_validate(txn->t_env, p)))
 		return rc;
-	/* no zeroing: the whole page is copied over right away */
-	if ((rc = page_alloc_buf(txn, 1, &np, 0)))
+	if ((rc = page_alloc_buf(txn, 1, &np, DL_BUF_PAGE)))
 		return rc;
 	pgno_t npg = np->p_pgno;
-	memcpy(np, p, psize);
+	if (dl_pg_is_leaf2(p)) {
+		/* fixed-size keys run from the header past p_lower: all of it */
+		memcpy(np, p, psize);
+	} else {
+		/* the header and slots, then the nodes: the free gap between
+		 * them carries no meaning (validated: lower <= upper <= psize) */
+		memcpy(np, p, p->p_lower);
+		memcpy((char *)np + p->p_upper, (char *)p + p->p_upper, psize - p->p_upper);
+	}
 	np->p_pgno = npg;
 	if ((rc = dlmdb_page_free(txn, pg, 1)))
 		return rc;
