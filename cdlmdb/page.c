@@ -135,15 +135,37 @@ int dlmdb_page_validate(const MDB_env *env, const dl_page *p)
 			return MDB_CORRUPTED;
 		return 0;
 	}
+	/* every node: an even offset inside the node area, its header, key
+	 * and (leaf) inline data or (branch) counts inside the page; the
+	 * nodes together no larger than the node area.  One tight loop: this
+	 * runs on every page a write copies. */
+	const indx_t *slots = (const indx_t *)((const char *)p + DL_PAGEHDR);
+	unsigned upper = p->p_upper;
 	size_t total = 0;
-	for (unsigned i = 0; i < n; i++) {
-		if (!dl_node_in_page(p, i, psize))
-			return MDB_CORRUPTED;
-		const dl_node *nd = dl_pg_node(p, i);
-		size_t sz = dl_node_bytes(p, nd) - sizeof(indx_t);
-		if (dl_pg_slot(p, i) + sz > psize + 1)
-			return MDB_CORRUPTED;
-		total += sz;
+	if (dl_pg_is_leaf(p)) {
+		for (unsigned i = 0; i < n; i++) {
+			unsigned off = slots[i];
+			if (off < upper || (off & 1) || off + DL_NODEHDR > psize)
+				return MDB_CORRUPTED;
+			const dl_node *nd = (const dl_node *)((const char *)p + off);
+			size_t sz = DL_NODEHDR + nd->n_ksize +
+				((nd->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(nd));
+			if (off + sz > psize)
+				return MDB_CORRUPTED;
+			total += dl_even(sz);
+		}
+	} else {
+		unsigned cb = DL_NODEHDR + dl_pg_cntbytes(p);
+		for (unsigned i = 0; i < n; i++) {
+			unsigned off = slots[i];
+			if (off < upper || (off & 1) || off + DL_NODEHDR > psize)
+				return MDB_CORRUPTED;
+			const dl_node *nd = (const dl_node *)((const char *)p + off);
+			size_t sz = cb + nd->n_ksize;
+			if (off + sz > psize)
+				return MDB_CORRUPTED;
+			total += dl_even(sz);
+		}
 	}
 	if (total > psize - p->p_upper)
 		return MDB_CORRUPTED;
