@@ -423,8 +423,10 @@ func (txn *Txn) PutReserve(dbi DBI, key []byte, n int, flags uint) ([]byte, erro
 // val of key is deleted (use Cursor.Del with NoDupData to delete all values
 // of a key); in other databases val is ignored. As in lmdb-go, a nil val is
 // an empty value, not "every value": in a DupSort database Del(dbi, key,
-// nil) deletes only an empty duplicate, answering NotFound when there is
-// none (BadValSize in a DupFixed set, whose items all have one size).
+// nil) looks for an empty duplicate: a key whose single value is empty
+// loses it, a key with one non-empty value answers NotFound, and a key with
+// several values answers BadValSize, even when one of them is empty (the
+// duplicate search rejects an empty item), as in lmdb-go.
 //
 // See mdb_del.
 func (txn *Txn) Del(dbi DBI, key, val []byte) error {
