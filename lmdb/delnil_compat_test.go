@@ -154,10 +154,10 @@ func TestDelNilValueMatchesLmdbGo(t *testing.T) {
 		"onlyempty": {0, 0},
 	}
 	for _, k := range keys {
-		// stock LMDB 0.9.33 loses an empty first value when a second one
-		// is added (internal/difftest/stockdup_test.go, bug 1): its count
-		// for "withempty" is 1 before the Del, so only ours is compared
-		// with the documented outcome there
+		// stock LMDB 0.9.33 loses an empty value stored for a new key when
+		// a second value is added (a known stock bug our engine does not
+		// share): its "withempty" holds 1 value before the Del, so there
+		// only ours is compared, with the documented outcome
 		if k != "withempty" && oursGot[k] != stockGot[k] {
 			t.Errorf("%s: ours %+v, lmdb-go %+v", k, oursGot[k], stockGot[k])
 		}
