@@ -145,8 +145,12 @@ func countedCrashWriter() error {
 	dbis := map[string]dl.DBI{}
 	var start uint64
 	err = env.Update(func(txn *dl.Txn) error {
-		specs := map[string]uint{ccCnt: dl.Counted, ccDup: dl.Counted | dl.DupSort,
-			ccFix: dl.Counted | dl.DupSort | dl.DupFixed, ccSeq: 0}
+		counted := uint(dl.Counted)
+		if os.Getenv("DIFFTEST_CC_PLAIN") == "1" {
+			counted = 0 // TestDupSortCrashSafety: the same DBs without counts
+		}
+		specs := map[string]uint{ccCnt: counted, ccDup: counted | dl.DupSort,
+			ccFix: counted | dl.DupSort | dl.DupFixed, ccSeq: 0}
 		for name, fl := range specs {
 			d, err := txn.OpenDBI(name, dl.Create|fl)
 			if err != nil {
@@ -312,6 +316,11 @@ func ccCompare(txn *dl.Txn, dbi dl.DBI, name string, want map[string]bool) error
 		return fmt.Errorf("%d items, the model has %d (a committed txn is incomplete)", len(keys), len(want))
 	}
 	n := uint64(len(keys))
+	if flags, err := txn.Flags(dbi); err != nil {
+		return err
+	} else if flags&dl.Counted == 0 {
+		return nil // an uncounted run (TestDupSortCrashSafety): contents only
+	}
 	all, err := txn.CountAll(dbi)
 	if err != nil || all != n {
 		return fmt.Errorf("CountAll = %d, %v; a scan sees %d", all, err, n)
@@ -338,11 +347,25 @@ func ccCompare(txn *dl.Txn, dbi dl.DBI, name string, want map[string]bool) error
 }
 
 func TestCountedCrashSafety(t *testing.T) {
+	ccCrashRun(t, false, 48*testScale(t))
+}
+
+// The same writer and checks over the same DBs created without MDB_COUNTED:
+// crash safety of plain DUPSORT and DUPSORT|DUPFIXED DBs (inline sub-pages
+// and a sub-tree under one hot key) with nested transactions.
+func TestDupSortCrashSafety(t *testing.T) {
+	ccCrashRun(t, true, 24*testScale(t))
+}
+
+func ccCrashRun(t *testing.T, plain bool, kills int) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	r := rand.New(rand.NewSource(masterSeed(t) ^ 0xcc))
+	seedMix, wantTrees, plainEnv := int64(0xcc), 3, "DIFFTEST_CC_PLAIN=0"
+	if plain {
+		seedMix, wantTrees, plainEnv = 0xcd, 0, "DIFFTEST_CC_PLAIN=1"
+	}
+	r := rand.New(rand.NewSource(masterSeed(t) ^ seedMix))
 	dir := t.TempDir()
-	kills := 48 * testScale(t)
 	var reported, stored uint64
 	commits := 0
 	for i := 0; i < kills; i++ {
@@ -350,7 +373,7 @@ func TestCountedCrashSafety(t *testing.T) {
 		if i%3 == 2 {
 			writemap = "1"
 		}
-		cmd := childCmd("counted-crash-writer", "DIFFTEST_DIR="+dir, "DIFFTEST_WRITEMAP="+writemap)
+		cmd := childCmd("counted-crash-writer", "DIFFTEST_DIR="+dir, "DIFFTEST_WRITEMAP="+writemap, plainEnv)
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -422,12 +445,12 @@ func TestCountedCrashSafety(t *testing.T) {
 		if probs, info := walkEnv(dir); len(probs) > 0 {
 			t.Fatalf("kill %d: page accounting of the data file (%s): %v", i, info, probs)
 		}
-		if probs, trees := countedFileCheck(dir); len(probs) > 0 || trees != 3 {
-			t.Fatalf("kill %d: counts in the data file (%d counted trees): %v", i, trees, probs)
+		if probs, trees := countedFileCheck(dir); len(probs) > 0 || trees != wantTrees {
+			t.Fatalf("kill %d: counts in the data file (%d counted trees, want %d): %v", i, trees, wantTrees, probs)
 		}
 		got := ccVerify(t, dir)
 		if i%6 == 5 {
-			ccCopies(t, dir, got)
+			ccCopies(t, dir, got, wantTrees)
 		}
 		if got < reported || got > reported+1 {
 			t.Fatalf("kill %d: env holds seq %d but the child had reported %d committed", i, got, reported)
@@ -442,7 +465,7 @@ func TestCountedCrashSafety(t *testing.T) {
 
 // ccCopies: a plain and a compacting copy of the env hold the same state, with
 // counts that pass both checkers.
-func ccCopies(t *testing.T, dir string, seq uint64) {
+func ccCopies(t *testing.T, dir string, seq uint64, wantTrees int) {
 	t.Helper()
 	env, err := ccOpen(dir)
 	if err != nil {
@@ -457,7 +480,7 @@ func ccCopies(t *testing.T, dir string, seq uint64) {
 		if err := env.CopyFlag(to, flags); err != nil {
 			t.Fatalf("copy (flags %d) at seq %d: %v", flags, seq, err)
 		}
-		if probs, trees := countedFileCheck(to); len(probs) > 0 || trees != 3 {
+		if probs, trees := countedFileCheck(to); len(probs) > 0 || trees != wantTrees {
 			t.Fatalf("copy (flags %d) at seq %d: counts in the file (%d counted trees): %v", flags, seq, trees, probs)
 		}
 		if got := ccVerify(t, to); got != seq {
