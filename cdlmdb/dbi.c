@@ -259,8 +259,14 @@ void dlmdb_dbis_finish(MDB_txn *txn, int committed)
 	MDB_env *env = txn->t_env;
 	if (!env->e_dbx)
 		return;
+	/* t_dbstate is the txn's own: look for handles it opened unlocked */
+	unsigned i = DL_CORE_DBS;
+	while (i < txn->t_numdbs && !(txn->t_dbstate[i] & DL_DBS_NEW))
+		i++;
+	if (i >= txn->t_numdbs)
+		return;
 	pthread_mutex_lock(&env->e_dbimutex);
-	for (unsigned i = DL_CORE_DBS; i < txn->t_numdbs; i++) {
+	for (; i < txn->t_numdbs; i++) {
 		if (!(txn->t_dbstate[i] & DL_DBS_NEW))
 			continue;
 		txn->t_dbstate[i] &= (unsigned char)~DL_DBS_NEW;

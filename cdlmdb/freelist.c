@@ -60,9 +60,11 @@ static int reclaim_next(MDB_txn *txn)
 	if ((cnt + 1) * sizeof(pgno_t) > d.mv_size)
 		return MDB_CORRUPTED;
 	size_t base = txn->t_reclaimed.l_n;
-	for (uint64_t i = 0; i < cnt; i++) {
+	/* last to first: the record is descending, so the appended run is
+	 * ascending and the sort below finds it (nearly) in order */
+	for (uint64_t i = cnt; i > 0; i--) {
 		pgno_t pg;
-		memcpy(&pg, (char *)d.mv_data + (i + 1) * sizeof(pgno_t), sizeof pg);
+		memcpy(&pg, (char *)d.mv_data + i * sizeof(pgno_t), sizeof pg);
 		if (pg < DL_NMETAS || pg >= txn->t_next_pg)
 			return MDB_CORRUPTED;
 		if ((rc = dlmdb_pgl_push(&txn->t_reclaimed, pg)))
@@ -263,6 +265,29 @@ static int put_record(MDB_txn *txn, txnid_t id, const dl_pgl *l, size_t *slots, 
 	return dlmdb_tree_put(&mc, &k, &d, 0);
 }
 
+
+/* The save's working lists start in spare page buffers when there are
+ * any; a capacity one short of a page (never reached by growing from
+ * empty: 64 times a power of two) says the list still is in one. */
+static void work_list_borrow(MDB_env *env, dl_pgl *l)
+{
+	void *b = dlmdb_spare_take(env);
+	if (b) {
+		l->l_v = b;
+		l->l_cap = env->e_psize / sizeof(pgno_t) - 1;
+	}
+}
+
+static void work_list_done(MDB_env *env, dl_pgl *l)
+{
+	if (l->l_v && l->l_cap == env->e_psize / sizeof(pgno_t) - 1) {
+		dlmdb_spare_give(env, l->l_v);	/* every byte holds page data */
+		l->l_v = NULL;
+		l->l_n = l->l_cap = 0;
+	}
+	dlmdb_pgl_free(l);
+}
+
 /*
  * Write this transaction's free-list state into the free DB.  Writing the
  * records itself allocates and frees pages, so repeat until a pass leaves
@@ -276,6 +301,11 @@ int dlmdb_freelist_save(MDB_txn *txn)
 	dl_pgl rlist = {0}, flist = {0};
 	size_t fslots = 0, rslots = 0;
 	txn->t_flags |= DL_T_SAVING;
+	work_list_borrow(txn->t_env, &flist);
+	work_list_borrow(txn->t_env, &rlist);
+	/* the record buffer too: build_record writes every byte it reserves */
+	if ((buf = dlmdb_spare_take(txn->t_env)))
+		cap = txn->t_env->e_psize;
 
 	/* records consumed into t_reclaimed go away */
 	if (txn->t_last_reclaimed) {
@@ -323,7 +353,10 @@ int dlmdb_freelist_save(MDB_txn *txn)
 		}
 		if ((rc = put_record(txn, txn->t_id, &flist, &fslots, &buf, &cap)))
 			goto out;
-		if (txn->t_last_reclaimed &&
+		/* with no slots yet and nothing to store there is no record
+		 * under t_last_reclaimed to delete: the loop above removed every
+		 * key up to it, and only this call writes that key */
+		if (txn->t_last_reclaimed && (rlist.l_n || rslots) &&
 		    (rc = put_record(txn, txn->t_last_reclaimed, &rlist, &rslots, &buf, &cap)))
 			goto out;
 		if (gen == txn->t_fl_gen)
@@ -331,8 +364,11 @@ int dlmdb_freelist_save(MDB_txn *txn)
 	}
 out:
 	txn->t_flags &= ~DL_T_SAVING;
-	free(buf);
-	dlmdb_pgl_free(&rlist);
-	dlmdb_pgl_free(&flist);
+	if (buf && cap == txn->t_env->e_psize)
+		dlmdb_spare_give(txn->t_env, buf);	/* page-sized, all written */
+	else
+		free(buf);
+	work_list_done(txn->t_env, &rlist);
+	work_list_done(txn->t_env, &flist);
 	return rc;
 }

@@ -147,14 +147,12 @@ static int dirty_grow(dl_dirty *d)
 {
 	/* start small: a short txn dirties a handful of pages, and commit and
 	 * txn end scan every slot */
-	size_t ncap = d->d_cap ? d->d_cap * 2 : 32;
-	pgno_t *keys = malloc(ncap * sizeof(pgno_t));
-	dl_page **pages = malloc(ncap * sizeof(dl_page *));
-	if (!keys || !pages) {
-		free(keys);
-		free(pages);
+	size_t ncap = d->d_cap ? d->d_cap * 2 : 16;
+	/* one block: the keys, then the page pointers (freed through d_keys) */
+	pgno_t *keys = malloc(ncap * (sizeof(pgno_t) + sizeof(dl_page *)));
+	if (!keys)
 		return ENOMEM;
-	}
+	dl_page **pages = (dl_page **)(keys + ncap);
 	for (size_t i = 0; i < ncap; i++)
 		keys[i] = DIRTY_EMPTY;
 	for (size_t j = 0; j < d->d_cap; j++) {
@@ -168,7 +166,6 @@ static int dirty_grow(dl_dirty *d)
 		pages[i] = d->d_pages[j];
 	}
 	free(d->d_keys);
-	free(d->d_pages);
 	d->d_keys = keys;
 	d->d_pages = pages;
 	d->d_cap = ncap;
@@ -239,6 +236,23 @@ void *dlmdb_spare_take(MDB_env *env)
 	return b;
 }
 
+/*
+ * Hand a page-sized buffer back to the env (caller holds the writer lock).
+ * Only buffers whose every byte was written are accepted: page images of
+ * this env or page-number lists (see dlmdb_spare_take's users), since a
+ * page copy may reach the file with parts of an old buffer left in it.
+ */
+void dlmdb_spare_give(MDB_env *env, void *b)
+{
+	if (env->e_nspare >= DL_SPARE_MAX) {
+		free(b);
+		return;
+	}
+	memcpy(b, &env->e_spare, sizeof(void *));
+	env->e_spare = b;
+	env->e_nspare++;
+}
+
 void dlmdb_spare_drop_all(MDB_env *env)
 {
 	void *b;
@@ -276,7 +290,6 @@ void dlmdb_dirty_free(dl_dirty *d, int free_pages)
 				free(d->d_pages[i]);
 		}
 	}
-	free(d->d_keys);
-	free(d->d_pages);
+	free(d->d_keys);	/* d_pages lives in the same block */
 	memset(d, 0, sizeof(*d));
 }

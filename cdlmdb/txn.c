@@ -92,10 +92,15 @@ int dlmdb_db_refresh(MDB_txn *txn, MDB_dbi dbi)
 static MDB_txn *txn_alloc(MDB_env *env)
 {
 	unsigned nd = env->e_maxdbs;
-	size_t sz = sizeof(MDB_txn) + nd * (sizeof(dl_dbrec) + sizeof(unsigned) + 1);
-	MDB_txn *txn = calloc(1, sz);
+	size_t arrays = nd * (sizeof(dl_dbrec) + sizeof(unsigned) + 1);
+	/* malloc (thread cache) and two clears rather than calloc, which
+	 * always takes the slow path of the allocator; two separate clears
+	 * also keep the compiler from turning the pair back into calloc */
+	MDB_txn *txn = malloc(sizeof(MDB_txn) + arrays);
 	if (!txn)
 		return NULL;
+	memset(txn, 0, sizeof(MDB_txn));
+	memset(txn + 1, 0, arrays);
 	txn->t_dbs = (dl_dbrec *)(txn + 1);
 	txn->t_dbseq = (unsigned *)(txn->t_dbs + nd);
 	txn->t_dbstate = (unsigned char *)(txn->t_dbseq + nd);
@@ -170,6 +175,43 @@ static int read_begin(MDB_txn *txn)
 	return 0;
 }
 
+
+/*
+ * A top-level write txn borrows its first list buffers and the node blob
+ * buffer (t_scratch[1], used by every insert) from the env's spare page
+ * buffers and gives them back at its end, instead of a malloc and a free
+ * of each per txn.  A borrowed list is marked by a capacity one short of a
+ * page: lists grown from empty have 64 times a power of two, never odd.
+ */
+static size_t borrowed_cap(const MDB_env *env)
+{
+	return env->e_psize / sizeof(pgno_t) - 1;
+}
+
+static void lists_borrow(MDB_txn *txn)
+{
+	MDB_env *env = txn->t_env;
+	dl_pgl *ls[2] = {&txn->t_freed, &txn->t_reclaimed};
+	for (int i = 0; i < 2; i++) {
+		void *b = dlmdb_spare_take(env);
+		if (!b)
+			return;
+		ls[i]->l_v = b;
+		ls[i]->l_n = 0;
+		ls[i]->l_cap = borrowed_cap(env);
+	}
+}
+
+static void list_return(MDB_txn *txn, dl_pgl *l)
+{
+	if (l->l_v && l->l_cap == borrowed_cap(txn->t_env)) {
+		/* still the borrowed page: all of it was written before */
+		dlmdb_spare_give(txn->t_env, l->l_v);
+		l->l_v = NULL;
+		l->l_n = l->l_cap = 0;
+	}
+}
+
 static int write_begin(MDB_txn *txn)
 {
 	MDB_env *env = txn->t_env;
@@ -183,6 +225,15 @@ static int write_begin(MDB_txn *txn)
 		return rc;
 	}
 	txn->t_id++;
+	/* the blob buffer must hold initialised bytes only (it goes back to the
+	 * spares at the end): a spare page, else a cleared one */
+	char *blob = dlmdb_spare_take(env);
+	if (!blob && !(blob = calloc(1, env->e_psize))) {
+		dlmdb_wunlock(env);
+		return ENOMEM;
+	}
+	txn->t_scratch[1] = blob;
+	lists_borrow(txn);
 	txn_dbis_init(txn);
 	txn->t_flags = 0;
 	env->e_wtxn = txn;
@@ -282,6 +333,8 @@ static void txn_free_lists(MDB_txn *txn)
 	txn->t_curbak = NULL;
 	txn->t_ncurbak = 0;
 	for (int i = 0; i < DL_MAX_DEPTH; i++) {
+		if (!txn->t_scratch[i])
+			continue;	/* most slots are never used: skip the call */
 		free(txn->t_scratch[i]);
 		txn->t_scratch[i] = NULL;
 	}
@@ -351,6 +404,16 @@ static void txn_release(MDB_txn *txn)
 	}
 	txn->t_cursors = NULL;
 	dlmdb_dirty_release(&txn->t_dirty, txn->t_env);
+	if (!txn->t_parent) {
+		/* only the top-level txn borrowed (see lists_borrow) */
+		list_return(txn, &txn->t_freed);
+		list_return(txn, &txn->t_loose);
+		list_return(txn, &txn->t_reclaimed);
+		list_return(txn, &txn->t_dropped);
+		if (txn->t_scratch[1])
+			dlmdb_spare_give(txn->t_env, txn->t_scratch[1]);
+		txn->t_scratch[1] = NULL;
+	}
 	txn_free_lists(txn);
 }
 
@@ -508,7 +571,8 @@ static int write_pages(MDB_txn *txn)
 	for (size_t i = 0; i < txn->t_reclaimed.l_n; i++)
 		free(dlmdb_dirty_remove(d, txn->t_reclaimed.l_v[i]));
 	size_t n = 0;
-	dl_page **list = malloc((d->d_n + 1) * sizeof(dl_page *));
+	dl_page *few[32];	/* short txns: no allocation for the order */
+	dl_page **list = d->d_n < 32 ? few : malloc((d->d_n + 1) * sizeof(dl_page *));
 	if (!list)
 		return ENOMEM;
 	for (size_t i = 0; i < d->d_cap; i++) {
@@ -601,7 +665,8 @@ static int write_pages(MDB_txn *txn)
 			done = 1;
 		}
 	}
-	free(list);
+	if (list != few)
+		free(list);
 	return rc;
 }
 
