@@ -24,11 +24,14 @@ test-go:
 	$(GO) test -race -count=1 -timeout 45m $(GOTESTFLAGS) ./...
 
 ## test-asan: the Go-driven engine tests again, with the C engine (ours and
-## stock) built under AddressSanitizer. Leak detection stays in test-c, whose
-## C programs close everything they open; a Go test binary may exit with
-## environments still open.
+## stock) built under AddressSanitizer, leak detection on. One lmdb test
+## closes an Env under a live read txn and cursor on purpose: the binding
+## makes both inert but cannot free their C memory any more, so that test
+## runs on its own with leak detection off.
+ASAN_LEAKY = ^TestEnvCloseUnderOpenTxn$$
 test-asan:
-	ASAN_OPTIONS=detect_leaks=0 $(GO) test -asan -count=1 -timeout 30m ./lmdb ./lmdbscan ./internal/difftest
+	ASAN_OPTIONS=detect_leaks=1 $(GO) test -asan -count=1 -timeout 30m -skip '$(ASAN_LEAKY)' ./lmdb ./lmdbscan ./internal/difftest
+	ASAN_OPTIONS=detect_leaks=0 $(GO) test -asan -count=1 -run '$(ASAN_LEAKY)' ./lmdb
 
 ## test-upstream: lmdb-go's own tests (from the module cache) against our lmdb/.
 test-upstream:
