@@ -72,35 +72,79 @@ void dlmdb_node_keyval(const dl_page *p, unsigned i, MDB_val *key)
 /*
  * Lower bound: the first index whose key is >= key (nkeys if none).  Branch
  * pages skip index 0, whose key is never consulted.  *exact says whether the
- * key at the returned index equals the probe.
+ * key at the returned index equals the probe, or is -1 when a probed node
+ * lies outside the page (callers report MDB_CORRUPTED).
+ *
+ * Three loops: fixed-size LEAF2 keys, node pages under the default byte
+ * order (compared inline, the common case), and node pages under any other
+ * order.  Every node probe checks that the node lies inside the page.
  */
 unsigned dlmdb_node_find(MDB_cursor *mc, const dl_page *p, const MDB_val *key, int *exact)
 {
 	MDB_cmp_func *cmp = mc->c_dbx->x_cmp;
 	unsigned lo = dl_pg_is_branch(p) ? 1 : 0, hi = dl_pg_nkeys(p);
-	unsigned psize = mc->c_bound;
 	MDB_val k;
 	*exact = 0;
+	if (dl_pg_is_leaf2(p)) {
+		k.mv_size = p->p_pad;
+		while (lo < hi) {
+			unsigned mid = lo + (hi - lo) / 2;
+			k.mv_data = dl_pg_leaf2_key(p, mid);
+			int r = cmp(key, &k);
+			if (r > 0)
+				lo = mid + 1;
+			else if (r < 0)
+				hi = mid;
+			else
+				return *exact = 1, mid;
+		}
+		return lo;
+	}
+	/* a node must fit: header, key and (counted branches) its counts */
+	unsigned bound = mc->c_bound;
+	unsigned tail = DL_NODEHDR + (dl_pg_is_branch(p) ? dl_pg_cntbytes(p) : 0);
+	unsigned upper = p->p_upper;
+	if (cmp == cmp_bytes && key->mv_size) {
+		const unsigned char *kd = key->mv_data;
+		size_t ks = key->mv_size;
+		while (lo < hi) {
+			unsigned mid = lo + (hi - lo) / 2;
+			unsigned off = dl_pg_slot(p, mid);
+			if (DL_UNLIKELY(off < upper || (off & 1) || off + tail > bound))
+				goto damaged;
+			const dl_node *n = (const dl_node *)((const char *)p + off);
+			size_t nk = n->n_ksize;
+			if (DL_UNLIKELY(off + tail + nk > bound))
+				goto damaged;
+			int r = nk ? memcmp(kd, dl_node_key(n), ks < nk ? ks : nk) : 1;
+			if (!r)
+				r = (ks > nk) - (ks < nk);
+			if (r > 0)
+				lo = mid + 1;
+			else if (r < 0)
+				hi = mid;
+			else
+				return *exact = 1, mid;
+		}
+		return lo;
+	}
 	while (lo < hi) {
 		unsigned mid = lo + (hi - lo) / 2;
-		if (DL_UNLIKELY(!dl_pg_is_leaf2(p) && !dl_node_in_page(p, mid, psize))) {
-			*exact = -1;	/* damaged page: callers report MDB_CORRUPTED */
-			return 0;
-		}
+		if (DL_UNLIKELY(!dl_node_in_page(p, mid, bound)))
+			goto damaged;
 		dlmdb_node_keyval(p, mid, &k);
 		int r = cmp(key, &k);
-		if (r > 0) {
+		if (r > 0)
 			lo = mid + 1;
-		} else {
+		else if (r < 0)
 			hi = mid;
-			if (r == 0) {
-				*exact = 1;
-				/* keys are unique: nothing equal lies further left */
-				return mid;
-			}
-		}
+		else
+			return *exact = 1, mid;	/* keys are unique */
 	}
 	return lo;
+damaged:
+	*exact = -1;
+	return 0;
 }
 
 static int page_sane(unsigned bound, const dl_page *p)
