@@ -3,14 +3,42 @@
  */
 #include "internal.h"
 
-/* Byte-wise order, shorter key first on a common prefix. */
+/*
+ * Byte-wise order, shorter key first on a common prefix.  Short keys are
+ * compared a machine word at a time (loaded big-endian, so the first
+ * differing byte decides); longer ones go to memcmp.
+ */
+static inline int key_order(const unsigned char *a, size_t as, const unsigned char *b, size_t bs)
+{
+	size_t n = as < bs ? as : bs;
+	if (n > 32) {
+		int r = memcmp(a, b, n);
+		if (r)
+			return r;
+	} else {
+		size_t i = 0;
+		for (; i + 8 <= n; i += 8) {
+			uint64_t x, y;
+			memcpy(&x, a + i, 8);
+			memcpy(&y, b + i, 8);
+			if (x != y) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+				x = __builtin_bswap64(x);
+				y = __builtin_bswap64(y);
+#endif
+				return x < y ? -1 : 1;
+			}
+		}
+		for (; i < n; i++)
+			if (a[i] != b[i])
+				return a[i] < b[i] ? -1 : 1;
+	}
+	return (as > bs) - (as < bs);
+}
+
 static int cmp_bytes(const MDB_val *a, const MDB_val *b)
 {
-	size_t n = a->mv_size < b->mv_size ? a->mv_size : b->mv_size;
-	int r = n ? memcmp(a->mv_data, b->mv_data, n) : 0;
-	if (r)
-		return r;
-	return (a->mv_size > b->mv_size) - (a->mv_size < b->mv_size);
+	return key_order(a->mv_data, a->mv_size, b->mv_data, b->mv_size);
 }
 
 /* Byte-wise order reading both keys from their last byte backwards. */
@@ -104,7 +132,7 @@ unsigned dlmdb_node_find(MDB_cursor *mc, const dl_page *p, const MDB_val *key, i
 	unsigned bound = mc->c_bound;
 	unsigned tail = DL_NODEHDR + (dl_pg_is_branch(p) ? dl_pg_cntbytes(p) : 0);
 	unsigned upper = p->p_upper;
-	if (cmp == cmp_bytes && key->mv_size) {
+	if (cmp == cmp_bytes) {
 		const unsigned char *kd = key->mv_data;
 		size_t ks = key->mv_size;
 		while (lo < hi) {
@@ -116,9 +144,7 @@ unsigned dlmdb_node_find(MDB_cursor *mc, const dl_page *p, const MDB_val *key, i
 			size_t nk = n->n_ksize;
 			if (DL_UNLIKELY(off + tail + nk > bound))
 				goto damaged;
-			int r = nk ? memcmp(kd, dl_node_key(n), ks < nk ? ks : nk) : 1;
-			if (!r)
-				r = (ks > nk) - (ks < nk);
+			int r = key_order(kd, ks, dl_node_key(n), nk);
 			if (r > 0)
 				lo = mid + 1;
 			else if (r < 0)
