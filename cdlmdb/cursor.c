@@ -184,26 +184,36 @@ int dlmdb_cur_fetch(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 	unsigned i = mc->c_ki[mc->c_top];
 	if (i >= dl_pg_nkeys(p))
 		return MDB_NOTFOUND;
-	if (!dl_pg_is_leaf2(p)) {
-		unsigned psize = mc->c_bound;
-		if (!dl_node_in_page(p, i, psize))
-			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
-		dl_node *n = dl_pg_node(p, i);
-		if (!(n->n_flags & DL_N_BIG) &&
-		    dl_pg_slot(p, i) + DL_NODEHDR + n->n_ksize + dl_node_dsize(n) > psize)
-			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
+	if (DL_UNLIKELY(dl_pg_is_leaf2(p))) {
+		if (key)
+			dlmdb_node_keyval(p, i, key);
+		return 0;
 	}
-	if (key)
-		dlmdb_node_keyval(p, i, key);
-	if (data && !dl_pg_is_leaf2(p)) {
-		dl_node *n = dl_pg_node(p, i);
-		if (n->n_flags & DL_N_DUP)
-			return MDB_INCOMPATIBLE;
-		int rc = dlmdb_node_value(mc->c_txn, n, data);
-		if (rc)
-			return DL_TXN_FAIL(mc->c_txn, rc);
+	/* the node, its key and its value (or a big value's page number)
+	 * must lie inside the page before anything is read through them */
+	unsigned bound = mc->c_bound, off = dl_pg_slot(p, i);
+	if (DL_UNLIKELY(off < p->p_upper || (off & 1) || off + DL_NODEHDR > bound))
+		return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
+	dl_node *n = (dl_node *)((char *)p + off);
+	int big = (n->n_flags & DL_N_BIG) != 0;
+	size_t dsize = dl_node_dsize(n);
+	if (DL_UNLIKELY(off + DL_NODEHDR + n->n_ksize + (big ? sizeof(pgno_t) : dsize) > bound))
+		return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
+	if (key) {
+		key->mv_size = n->n_ksize;
+		key->mv_data = dl_node_key(n);
 	}
-	return 0;
+	if (!data)
+		return 0;
+	if (n->n_flags & DL_N_DUP)
+		return MDB_INCOMPATIBLE;
+	if (!big) {
+		data->mv_size = dsize;
+		data->mv_data = dl_node_data(n);
+		return 0;
+	}
+	int rc = dlmdb_node_value(mc->c_txn, n, data);
+	return rc ? DL_TXN_FAIL(mc->c_txn, rc) : 0;
 }
 
 int dlmdb_cur_first(MDB_cursor *mc, MDB_val *key, MDB_val *data)
@@ -410,12 +420,20 @@ int mdb_cursor_get(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op
 {
 	if (!mc || !mc->c_txn)
 		return EINVAL;
-	int rc = dlmdb_txn_usable(mc->c_txn, 0);
-	if (rc)
+	/* dlmdb_txn_usable(txn, 0), spelled out on this hot path */
+	if (DL_UNLIKELY(mc->c_txn->t_flags & (DL_T_ERROR | DL_T_DONE | DL_T_CHILD)))
+		return MDB_BAD_TXN;
+	int rc;
+	if ((mc->c_flags & DL_C_SAVED) && (rc = dlmdb_cursor_revalidate(mc)))
 		return rc;
-	rc = dlmdb_cursor_revalidate(mc);
-	if (rc)
-		return rc;
+	/* the common step of a scan, NEXT inside the current leaf of a plain
+	 * DB, goes straight to the fetch (dlmdb_cur_next does the same) */
+	if (op == MDB_NEXT && (mc->c_flags & (DL_C_INIT | DL_C_EOF | DL_C_DEL)) == DL_C_INIT &&
+	    mc->c_depth && !(mc->c_db->d_flags & MDB_DUPSORT) &&
+	    mc->c_ki[mc->c_top] + 1u < dl_pg_nkeys(mc->c_pg[mc->c_top])) {
+		mc->c_ki[mc->c_top]++;
+		return dlmdb_cur_fetch(mc, key, data);
+	}
 	rc = cursor_get_op(mc, key, data, op);
 	mc->c_flags &= ~DL_C_DEL;
 	return rc;
