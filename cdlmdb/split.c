@@ -198,7 +198,10 @@ static int split_leaf2(MDB_cursor *mc, unsigned level, unsigned idx, const void 
 	memcpy(all, base, (size_t)idx * ks);
 	memcpy(all + (size_t)idx * ks, key, ks);
 	memcpy(all + (size_t)(idx + 1) * ks, base + (size_t)idx * ks, (size_t)(n - idx) * ks);
-	unsigned cut = ((putflags & MDB_APPEND) && idx == n) ? n : m / 2;
+	/* as LMDB: the first (n+1)/2 old keys stay, and the new key joins
+	 * them when it sorts before the first key that moves */
+	unsigned half = m / 2;
+	unsigned cut = ((putflags & MDB_APPEND) && idx == n) ? n : half + (idx < half);
 	if (cut == 0)
 		cut = 1;
 	unsigned char sepbuf[DL_NODEHDR + DL_MAXKEY + 2 + 16];
