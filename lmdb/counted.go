@@ -83,7 +83,7 @@ func (txn *Txn) count(op string, which C.int, dbi DBI, low, high []byte, flags u
 	}
 	lp, ln := cbytes(low)
 	hp, hn := cbytes(high)
-	r := C.dlmdbgo_count(txn.handle, C.MDB_dbi(dbi), which,
+	r := C.dlmdbgo_count(txn.ch(), C.MDB_dbi(dbi), which,
 		lp, ln, boolInt(len(low) > 0), hp, hn, boolInt(len(high) > 0), C.uint(flags))
 	if r.rc != 0 {
 		return 0, codeError(op, r.rc)
@@ -147,7 +147,7 @@ func (txn *Txn) Rank(dbi DBI, rank uint64) (key, val []byte, err error) {
 	if txn.gone() {
 		return nil, nil, ended("mdb_get_rank")
 	}
-	r := C.dlmdbgo_get_rank(txn.handle, C.MDB_dbi(dbi), nil, C.ulonglong(rank))
+	r := C.dlmdbgo_get_rank(txn.ch(), C.MDB_dbi(dbi), 0, C.ulonglong(rank))
 	if r.rc != 0 {
 		if r.rc == C.MDB_NOTFOUND {
 			return nil, nil, notFoundGetRank
@@ -170,7 +170,7 @@ func (txn *Txn) KeyRank(dbi DBI, key, val []byte) (uint64, error) {
 	}
 	kp, kn := cbytes(key)
 	vp, vn := cbytes(val)
-	r := C.dlmdbgo_key_rank(txn.handle, C.MDB_dbi(dbi), nil, kp, kn, vp, vn, boolInt(val != nil))
+	r := C.dlmdbgo_key_rank(txn.ch(), C.MDB_dbi(dbi), 0, kp, kn, vp, vn, boolInt(val != nil))
 	if r.rc != 0 {
 		if r.rc == C.MDB_NOTFOUND {
 			return 0, notFoundKeyRank
@@ -193,7 +193,7 @@ func (c *Cursor) GetRank(rank uint64) (key, val []byte, err error) {
 	if err := c.live("mdb_cursor_get_rank"); err != nil {
 		return nil, nil, err
 	}
-	r := C.dlmdbgo_get_rank(nil, 0, c.handle, C.ulonglong(rank))
+	r := C.dlmdbgo_get_rank(0, 0, c.ch(), C.ulonglong(rank))
 	if r.rc != 0 {
 		if r.rc == C.MDB_NOTFOUND {
 			return nil, nil, notFoundCursorGetRank
@@ -214,7 +214,7 @@ func (c *Cursor) KeyRank(key, val []byte) (uint64, error) {
 	}
 	kp, kn := cbytes(key)
 	vp, vn := cbytes(val)
-	r := C.dlmdbgo_key_rank(nil, 0, c.handle, kp, kn, vp, vn, boolInt(val != nil))
+	r := C.dlmdbgo_key_rank(0, 0, c.ch(), kp, kn, vp, vn, boolInt(val != nil))
 	if r.rc != 0 {
 		if r.rc == C.MDB_NOTFOUND {
 			return 0, notFoundCursorKeyRank

@@ -10,15 +10,14 @@ package lmdb
 #cgo nocallback dlmdbgo_cursor_reserve
 #cgo noescape dlmdbgo_cursor_put_multiple
 #cgo nocallback dlmdbgo_cursor_put_multiple
-#cgo noescape dlmdbgo_cursor_count
-#cgo nocallback dlmdbgo_cursor_count
-#cgo noescape dlmdbgo_cursor_open
-#cgo nocallback dlmdbgo_cursor_open
 #include "dlmdbgo.h"
 */
 import "C"
 
-import "runtime"
+import (
+	"runtime"
+	"unsafe"
+)
 
 // Operations for Cursor.Get, numbered as in the engine's MDB_cursor_op
 // enumeration (the order is part of the C API).
@@ -69,11 +68,17 @@ func (txn *Txn) openCursor(dbi DBI) (*Cursor, error) {
 	if txn.gone() {
 		return nil, ended("mdb_cursor_open")
 	}
-	r := C.dlmdbgo_cursor_open(txn.handle, C.MDB_dbi(dbi))
+	r := C.dlmdbgo_cursor_open(txn.ch(), C.MDB_dbi(dbi))
 	if r.rc != 0 {
 		return nil, codeError("mdb_cursor_open", r.rc)
 	}
 	return &Cursor{handle: r.cur, txn: txn}, nil
+}
+
+// ch is the C handle as the integer the hot-path helpers take (no cgo
+// pointer check: an MDB_cursor is never Go memory).
+func (c *Cursor) ch() C.dlmdbgo_h {
+	return C.dlmdbgo_h(uintptr(unsafe.Pointer(c.handle)))
 }
 
 // freed reports whether the engine has already released the C cursor: it
@@ -105,7 +110,7 @@ func (c *Cursor) Renew(txn *Txn) error {
 	if txn.gone() {
 		return ended("mdb_cursor_renew")
 	}
-	if rc := C.mdb_cursor_renew(txn.handle, c.handle); rc != 0 {
+	if rc := C.dlmdbgo_cursor_renew(txn.ch(), c.ch()); rc != 0 {
 		return codeError("mdb_cursor_renew", rc)
 	}
 	c.txn = txn
@@ -132,7 +137,7 @@ func (c *Cursor) release() bool {
 		env := c.txn.env
 		env.life.RLock()
 		if env.handle != nil {
-			C.mdb_cursor_close(c.handle)
+			C.dlmdbgo_cursor_close(c.ch())
 		}
 		env.life.RUnlock()
 	}
@@ -191,13 +196,26 @@ func (c *Cursor) Get(setkey, setval []byte, op uint) (key, val []byte, err error
 	}
 	kp, kn := cbytes(setkey)
 	vp, vn := cbytes(setval)
-	r := C.dlmdbgo_cursor_get(c.handle, kp, kn, vp, vn, C.int(op))
+	r := C.dlmdbgo_cursor_get(c.ch(), kp, kn, vp, vn, C.int(op))
 	if r.rc != 0 {
 		if r.rc == C.MDB_NOTFOUND {
 			return nil, nil, notFoundCursorGet
 		}
 		return nil, nil, codeError("mdb_cursor_get", r.rc)
 	}
+	if r.same == 0 { // the usual case: both results are in engine memory
+		if c.txn.RawRead {
+			return mapView(r.kdata, r.klen), mapView(r.vdata, r.vlen), nil
+		}
+		return mapCopy(r.kdata, r.klen), mapCopy(r.vdata, r.vlen), nil
+	}
+	key, val = c.echoed(&r, setkey, setval)
+	return key, val, nil
+}
+
+// echoed builds Get's results when the engine handed back (at least) one of
+// the caller's own arguments rather than engine memory.
+func (c *Cursor) echoed(r *C.dlmdbgo_pair, setkey, setval []byte) (key, val []byte) {
 	raw := c.txn.RawRead
 	switch {
 	case r.same&C.DLMDBGO_SAME_KEY != 0 && raw:
@@ -219,7 +237,7 @@ func (c *Cursor) Get(setkey, setval []byte, op uint) (key, val []byte, err error
 	default:
 		val = mapCopy(r.vdata, r.vlen)
 	}
-	return key, val, nil
+	return key, val
 }
 
 // Put stores val under key and leaves the cursor on the new item. flags may
@@ -232,7 +250,7 @@ func (c *Cursor) Put(key, val []byte, flags uint) error {
 	}
 	kp, kn := cbytes(key)
 	vp, vn := cbytes(val)
-	if rc := C.dlmdbgo_cursor_put(c.handle, kp, kn, vp, vn, C.uint(flags&writeFlagMask)); rc != 0 {
+	if rc := C.dlmdbgo_cursor_put(c.ch(), kp, kn, vp, vn, C.uint(flags&writeFlagMask)); rc != 0 {
 		return codeError("mdb_cursor_put", rc)
 	}
 	return nil
@@ -251,7 +269,7 @@ func (c *Cursor) PutReserve(key []byte, n int, flags uint) ([]byte, error) {
 		return nil, invalid("mdb_cursor_put")
 	}
 	kp, kn := cbytes(key)
-	r := C.dlmdbgo_cursor_reserve(c.handle, kp, kn, C.size_t(n), C.uint(flags&writeFlagMask))
+	r := C.dlmdbgo_cursor_reserve(c.ch(), kp, kn, C.size_t(n), C.uint(flags&writeFlagMask))
 	if r.rc != 0 {
 		return nil, codeError("mdb_cursor_put", r.rc)
 	}
@@ -274,7 +292,7 @@ func (c *Cursor) PutMulti(key []byte, page []byte, stride int, flags uint) error
 	count := WrapMulti(page, stride).Len()
 	kp, kn := cbytes(key)
 	pp, _ := cbytes(page)
-	r := C.dlmdbgo_cursor_put_multiple(c.handle, kp, kn, pp, C.size_t(count), C.size_t(stride),
+	r := C.dlmdbgo_cursor_put_multiple(c.ch(), kp, kn, pp, C.size_t(count), C.size_t(stride),
 		C.uint(flags&writeFlagMask))
 	return check("mdb_cursor_put", r.rc)
 }
@@ -287,7 +305,7 @@ func (c *Cursor) Del(flags uint) error {
 	if err := c.live("mdb_cursor_del"); err != nil {
 		return err
 	}
-	return check("mdb_cursor_del", C.mdb_cursor_del(c.handle, C.uint(flags)))
+	return check("mdb_cursor_del", C.dlmdbgo_cursor_del(c.ch(), C.uint(flags)))
 }
 
 // Count returns how many values the current key holds (DupSort only).
@@ -297,7 +315,7 @@ func (c *Cursor) Count() (uint64, error) {
 	if err := c.live("mdb_cursor_count"); err != nil {
 		return 0, err
 	}
-	r := C.dlmdbgo_cursor_count(c.handle)
+	r := C.dlmdbgo_cursor_count(c.ch())
 	if r.rc != 0 {
 		return 0, codeError("mdb_cursor_count", r.rc)
 	}

@@ -14,6 +14,9 @@
  *   - A key or value the engine did not replace (it still points at the
  *     caller's Go memory) is reported with a flag instead of a pointer, so no
  *     Go pointer ever travels back through C.
+ *   - The helpers on hot paths take the engine's handles as dlmdbgo_h, an
+ *     integer: cgo checks every pointer-typed argument for Go pointers at
+ *     run time, and a transaction or cursor handle is never Go memory.
  */
 #ifndef DLMDBGO_H
 #define DLMDBGO_H
@@ -21,7 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <stdint.h>
 #include "lmdb.h"
+
+/* An engine handle (MDB_env *, MDB_txn *, MDB_cursor *) passed as an integer. */
+typedef uintptr_t dlmdbgo_h;
+#define DLMDBGO_TXN(h) ((MDB_txn *)(h))
+#define DLMDBGO_CUR(h) ((MDB_cursor *)(h))
 
 /* Address used for zero-length byte strings: never NULL, never Go memory. */
 static char dlmdbgo_empty[1];
@@ -53,7 +62,7 @@ typedef struct {
 
 /* ---- items through a transaction ---- */
 
-static inline dlmdbgo_item dlmdbgo_get(MDB_txn *txn, MDB_dbi dbi, char *kp, size_t kn)
+static inline dlmdbgo_item dlmdbgo_get(dlmdbgo_h txn, MDB_dbi dbi, char *kp, size_t kn)
 {
 	MDB_val k, v;
 	dlmdbgo_item out;
@@ -61,13 +70,13 @@ static inline dlmdbgo_item dlmdbgo_get(MDB_txn *txn, MDB_dbi dbi, char *kp, size
 	k.mv_data = dlmdbgo_bytes(kp, kn);
 	v.mv_size = 0;
 	v.mv_data = NULL;
-	out.rc = mdb_get(txn, dbi, &k, &v);
+	out.rc = mdb_get(DLMDBGO_TXN(txn), dbi, &k, &v);
 	out.len = out.rc ? 0 : v.mv_size;
 	out.data = out.rc ? NULL : (char *)v.mv_data;
 	return out;
 }
 
-static inline int dlmdbgo_put(MDB_txn *txn, MDB_dbi dbi, char *kp, size_t kn,
+static inline int dlmdbgo_put(dlmdbgo_h txn, MDB_dbi dbi, char *kp, size_t kn,
 			      char *vp, size_t vn, unsigned int flags)
 {
 	MDB_val k, v;
@@ -75,10 +84,10 @@ static inline int dlmdbgo_put(MDB_txn *txn, MDB_dbi dbi, char *kp, size_t kn,
 	k.mv_data = dlmdbgo_bytes(kp, kn);
 	v.mv_size = vn;
 	v.mv_data = dlmdbgo_bytes(vp, vn);
-	return mdb_put(txn, dbi, &k, &v, flags);
+	return mdb_put(DLMDBGO_TXN(txn), dbi, &k, &v, flags);
 }
 
-static inline dlmdbgo_item dlmdbgo_reserve(MDB_txn *txn, MDB_dbi dbi, char *kp, size_t kn,
+static inline dlmdbgo_item dlmdbgo_reserve(dlmdbgo_h txn, MDB_dbi dbi, char *kp, size_t kn,
 					   size_t n, unsigned int flags)
 {
 	MDB_val k, v;
@@ -87,14 +96,14 @@ static inline dlmdbgo_item dlmdbgo_reserve(MDB_txn *txn, MDB_dbi dbi, char *kp, 
 	k.mv_data = dlmdbgo_bytes(kp, kn);
 	v.mv_size = n;
 	v.mv_data = NULL;
-	out.rc = mdb_put(txn, dbi, &k, &v, flags | MDB_RESERVE);
+	out.rc = mdb_put(DLMDBGO_TXN(txn), dbi, &k, &v, flags | MDB_RESERVE);
 	out.len = out.rc ? 0 : v.mv_size;
 	out.data = out.rc ? NULL : (char *)v.mv_data;
 	return out;
 }
 
 /* The value is always handed over (possibly empty), as lmdb-go does. */
-static inline int dlmdbgo_del(MDB_txn *txn, MDB_dbi dbi, char *kp, size_t kn,
+static inline int dlmdbgo_del(dlmdbgo_h txn, MDB_dbi dbi, char *kp, size_t kn,
 			      char *vp, size_t vn)
 {
 	MDB_val k, v;
@@ -102,7 +111,7 @@ static inline int dlmdbgo_del(MDB_txn *txn, MDB_dbi dbi, char *kp, size_t kn,
 	k.mv_data = dlmdbgo_bytes(kp, kn);
 	v.mv_size = vn;
 	v.mv_data = dlmdbgo_bytes(vp, vn);
-	return mdb_del(txn, dbi, &k, &v);
+	return mdb_del(DLMDBGO_TXN(txn), dbi, &k, &v);
 }
 
 /* ---- handles ---- */
@@ -112,12 +121,54 @@ typedef struct {
 	MDB_txn *txn;
 } dlmdbgo_txn_res;
 
-static inline dlmdbgo_txn_res dlmdbgo_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags)
+static inline dlmdbgo_txn_res dlmdbgo_txn_begin(dlmdbgo_h env, dlmdbgo_h parent, unsigned int flags)
 {
 	dlmdbgo_txn_res out;
 	out.txn = NULL;
-	out.rc = mdb_txn_begin(env, parent, flags, &out.txn);
+	out.rc = mdb_txn_begin((MDB_env *)env, DLMDBGO_TXN(parent), flags, &out.txn);
 	return out;
+}
+
+/* Ending, parking and resuming a transaction; closing and rebinding a
+ * cursor: the plain engine calls, with integer handles. */
+static inline int dlmdbgo_txn_commit(dlmdbgo_h txn)
+{
+	return mdb_txn_commit(DLMDBGO_TXN(txn));
+}
+
+static inline void dlmdbgo_txn_abort(dlmdbgo_h txn)
+{
+	mdb_txn_abort(DLMDBGO_TXN(txn));
+}
+
+static inline void dlmdbgo_txn_reset(dlmdbgo_h txn)
+{
+	mdb_txn_reset(DLMDBGO_TXN(txn));
+}
+
+static inline int dlmdbgo_txn_renew(dlmdbgo_h txn)
+{
+	return mdb_txn_renew(DLMDBGO_TXN(txn));
+}
+
+static inline size_t dlmdbgo_txn_id(dlmdbgo_h txn)
+{
+	return (size_t)mdb_txn_id(DLMDBGO_TXN(txn));
+}
+
+static inline int dlmdbgo_cursor_renew(dlmdbgo_h txn, dlmdbgo_h cur)
+{
+	return mdb_cursor_renew(DLMDBGO_TXN(txn), DLMDBGO_CUR(cur));
+}
+
+static inline void dlmdbgo_cursor_close(dlmdbgo_h cur)
+{
+	mdb_cursor_close(DLMDBGO_CUR(cur));
+}
+
+static inline int dlmdbgo_cursor_del(dlmdbgo_h cur, unsigned int flags)
+{
+	return mdb_cursor_del(DLMDBGO_CUR(cur), flags);
 }
 
 typedef struct {
@@ -125,11 +176,11 @@ typedef struct {
 	MDB_cursor *cur;
 } dlmdbgo_cursor_res;
 
-static inline dlmdbgo_cursor_res dlmdbgo_cursor_open(MDB_txn *txn, MDB_dbi dbi)
+static inline dlmdbgo_cursor_res dlmdbgo_cursor_open(dlmdbgo_h txn, MDB_dbi dbi)
 {
 	dlmdbgo_cursor_res out;
 	out.cur = NULL;
-	out.rc = mdb_cursor_open(txn, dbi, &out.cur);
+	out.rc = mdb_cursor_open(DLMDBGO_TXN(txn), dbi, &out.cur);
 	return out;
 }
 
@@ -138,11 +189,11 @@ typedef struct {
 	MDB_dbi dbi;
 } dlmdbgo_dbi_res;
 
-static inline dlmdbgo_dbi_res dlmdbgo_dbi_open(MDB_txn *txn, const char *name, unsigned int flags)
+static inline dlmdbgo_dbi_res dlmdbgo_dbi_open(dlmdbgo_h txn, const char *name, unsigned int flags)
 {
 	dlmdbgo_dbi_res out;
 	out.dbi = 0;
-	out.rc = mdb_dbi_open(txn, name, flags, &out.dbi);
+	out.rc = mdb_dbi_open(DLMDBGO_TXN(txn), name, flags, &out.dbi);
 	return out;
 }
 
@@ -151,18 +202,18 @@ typedef struct {
 	unsigned long long n;
 } dlmdbgo_num;
 
-static inline dlmdbgo_num dlmdbgo_dbi_flags(MDB_txn *txn, MDB_dbi dbi)
+static inline dlmdbgo_num dlmdbgo_dbi_flags(dlmdbgo_h txn, MDB_dbi dbi)
 {
 	dlmdbgo_num out;
 	unsigned int f = 0;
-	out.rc = mdb_dbi_flags(txn, dbi, &f);
+	out.rc = mdb_dbi_flags(DLMDBGO_TXN(txn), dbi, &f);
 	out.n = f;
 	return out;
 }
 
 /* ---- cursors ---- */
 
-static inline dlmdbgo_pair dlmdbgo_cursor_get(MDB_cursor *cur, char *kp, size_t kn,
+static inline dlmdbgo_pair dlmdbgo_cursor_get(dlmdbgo_h cur, char *kp, size_t kn,
 					      char *vp, size_t vn, int op)
 {
 	MDB_val k, v;
@@ -172,7 +223,7 @@ static inline dlmdbgo_pair dlmdbgo_cursor_get(MDB_cursor *cur, char *kp, size_t 
 	k.mv_data = kin = dlmdbgo_bytes(kp, kn);
 	v.mv_size = vn;
 	v.mv_data = vin = dlmdbgo_bytes(vp, vn);
-	out.rc = mdb_cursor_get(cur, &k, &v, (MDB_cursor_op)op);
+	out.rc = mdb_cursor_get(DLMDBGO_CUR(cur), &k, &v, (MDB_cursor_op)op);
 	out.same = 0;
 	out.klen = out.vlen = 0;
 	out.kdata = out.vdata = NULL;
@@ -193,7 +244,7 @@ static inline dlmdbgo_pair dlmdbgo_cursor_get(MDB_cursor *cur, char *kp, size_t 
 	return out;
 }
 
-static inline int dlmdbgo_cursor_put(MDB_cursor *cur, char *kp, size_t kn,
+static inline int dlmdbgo_cursor_put(dlmdbgo_h cur, char *kp, size_t kn,
 				     char *vp, size_t vn, unsigned int flags)
 {
 	MDB_val k, v;
@@ -201,10 +252,10 @@ static inline int dlmdbgo_cursor_put(MDB_cursor *cur, char *kp, size_t kn,
 	k.mv_data = dlmdbgo_bytes(kp, kn);
 	v.mv_size = vn;
 	v.mv_data = dlmdbgo_bytes(vp, vn);
-	return mdb_cursor_put(cur, &k, &v, flags);
+	return mdb_cursor_put(DLMDBGO_CUR(cur), &k, &v, flags);
 }
 
-static inline dlmdbgo_item dlmdbgo_cursor_reserve(MDB_cursor *cur, char *kp, size_t kn,
+static inline dlmdbgo_item dlmdbgo_cursor_reserve(dlmdbgo_h cur, char *kp, size_t kn,
 						  size_t n, unsigned int flags)
 {
 	MDB_val k, v;
@@ -213,7 +264,7 @@ static inline dlmdbgo_item dlmdbgo_cursor_reserve(MDB_cursor *cur, char *kp, siz
 	k.mv_data = dlmdbgo_bytes(kp, kn);
 	v.mv_size = n;
 	v.mv_data = NULL;
-	out.rc = mdb_cursor_put(cur, &k, &v, flags | MDB_RESERVE);
+	out.rc = mdb_cursor_put(DLMDBGO_CUR(cur), &k, &v, flags | MDB_RESERVE);
 	out.len = out.rc ? 0 : v.mv_size;
 	out.data = out.rc ? NULL : (char *)v.mv_data;
 	return out;
@@ -221,7 +272,7 @@ static inline dlmdbgo_item dlmdbgo_cursor_reserve(MDB_cursor *cur, char *kp, siz
 
 /* MDB_MULTIPLE takes two MDB_vals: element size + first element, then the
  * element count (which the engine overwrites with the number stored). */
-static inline dlmdbgo_num dlmdbgo_cursor_put_multiple(MDB_cursor *cur, char *kp, size_t kn,
+static inline dlmdbgo_num dlmdbgo_cursor_put_multiple(dlmdbgo_h cur, char *kp, size_t kn,
 						      char *page, size_t count, size_t stride,
 						      unsigned int flags)
 {
@@ -233,16 +284,16 @@ static inline dlmdbgo_num dlmdbgo_cursor_put_multiple(MDB_cursor *cur, char *kp,
 	v[0].mv_data = dlmdbgo_bytes(page, count * stride);
 	v[1].mv_size = count;
 	v[1].mv_data = NULL;
-	out.rc = mdb_cursor_put(cur, &k, v, flags | MDB_MULTIPLE);
+	out.rc = mdb_cursor_put(DLMDBGO_CUR(cur), &k, v, flags | MDB_MULTIPLE);
 	out.n = v[1].mv_size;
 	return out;
 }
 
-static inline dlmdbgo_num dlmdbgo_cursor_count(MDB_cursor *cur)
+static inline dlmdbgo_num dlmdbgo_cursor_count(dlmdbgo_h cur)
 {
 	dlmdbgo_num out;
 	mdb_size_t n = 0;
-	out.rc = mdb_cursor_count(cur, &n);
+	out.rc = mdb_cursor_count(DLMDBGO_CUR(cur), &n);
 	out.n = n;
 	return out;
 }
@@ -405,10 +456,11 @@ static inline const MDB_val *dlmdbgo_bound(MDB_val *v, char *p, size_t n, int ha
 
 /* which: 0 mdb_count_range, 1 mdb_range_count_keys, 2 mdb_range_count_values,
  * 3 mdb_count_all (bounds unused, flags passed as given). */
-static inline dlmdbgo_num dlmdbgo_count(MDB_txn *txn, MDB_dbi dbi, int which,
+static inline dlmdbgo_num dlmdbgo_count(dlmdbgo_h htxn, MDB_dbi dbi, int which,
 					char *lp, size_t ln, int haslow,
 					char *hp, size_t hn, int hashigh, unsigned int flags)
 {
+	MDB_txn *txn = DLMDBGO_TXN(htxn);
 	MDB_val lo, hi;
 	const MDB_val *plo, *phi;
 	uint64_t n = 0;
@@ -434,9 +486,11 @@ static inline dlmdbgo_num dlmdbgo_count(MDB_txn *txn, MDB_dbi dbi, int which,
 }
 
 /* The pair at a rank: through the transaction (cur NULL) or moving cur. */
-static inline dlmdbgo_pair dlmdbgo_get_rank(MDB_txn *txn, MDB_dbi dbi, MDB_cursor *cur,
+static inline dlmdbgo_pair dlmdbgo_get_rank(dlmdbgo_h htxn, MDB_dbi dbi, dlmdbgo_h hcur,
 					    unsigned long long rank)
 {
+	MDB_txn *txn = DLMDBGO_TXN(htxn);
+	MDB_cursor *cur = DLMDBGO_CUR(hcur);
 	MDB_val k, v;
 	dlmdbgo_pair out;
 	k.mv_size = v.mv_size = 0;
@@ -455,9 +509,11 @@ static inline dlmdbgo_pair dlmdbgo_get_rank(MDB_txn *txn, MDB_dbi dbi, MDB_curso
 
 /* The rank of a key (hasval == 0: no data argument, NULL) or of a pair,
  * through the transaction (cur NULL) or a cursor. */
-static inline dlmdbgo_num dlmdbgo_key_rank(MDB_txn *txn, MDB_dbi dbi, MDB_cursor *cur,
+static inline dlmdbgo_num dlmdbgo_key_rank(dlmdbgo_h htxn, MDB_dbi dbi, dlmdbgo_h hcur,
 					   char *kp, size_t kn, char *vp, size_t vn, int hasval)
 {
+	MDB_txn *txn = DLMDBGO_TXN(htxn);
+	MDB_cursor *cur = DLMDBGO_CUR(hcur);
 	MDB_val k, v;
 	const MDB_val *pv;
 	uint64_t r = 0;

@@ -149,7 +149,20 @@ func IsErrnoSys(err error, errno syscall.Errno) bool {
 
 // IsNotFound reports whether err means that a key was not found or that a
 // cursor moved past the first or last item.
-func IsNotFound(err error) bool { return errors.Is(err, NotFound) }
+//
+// It is asked after almost every cursor step, so the two common answers
+// (no error; an OpError carrying NotFound) are decided without errors.Is.
+func IsNotFound(err error) bool {
+	if err == nil {
+		return false
+	}
+	if op, ok := err.(*OpError); ok && op != nil {
+		if code, ok := op.Errno.(Errno); ok && code == NotFound {
+			return true
+		}
+	}
+	return errors.Is(err, NotFound)
+}
 
 // IsMapFull reports whether err means that the map size is exhausted.
 func IsMapFull(err error) bool { return errors.Is(err, MapFull) }

@@ -10,12 +10,6 @@ package lmdb
 #cgo nocallback dlmdbgo_reserve
 #cgo noescape dlmdbgo_del
 #cgo nocallback dlmdbgo_del
-#cgo noescape dlmdbgo_txn_begin
-#cgo nocallback dlmdbgo_txn_begin
-#cgo noescape dlmdbgo_dbi_open
-#cgo nocallback dlmdbgo_dbi_open
-#cgo noescape dlmdbgo_dbi_flags
-#cgo nocallback dlmdbgo_dbi_flags
 #cgo noescape dlmdbgo_txn_check
 #cgo nocallback dlmdbgo_txn_check
 #include "dlmdbgo.h"
@@ -67,17 +61,18 @@ type Txn struct {
 	// the finalizer then aborts it silently instead of reporting a leak.
 	Pooled bool
 
-	handle *C.MDB_txn
-	env    *Env
-
+	// The flags sit next to the exported ones so that a Txn fits in 48
+	// bytes (one is allocated per transaction).
 	readonly bool
 	// inFn is set while a managed function owns the Txn; ending it directly
 	// then panics.
 	inFn bool
-
-	// The id is cached because it only changes on Renew/Reset.
-	id      uintptr
+	// idKnown: id holds the cached ID (it only changes on Renew/Reset).
 	idKnown bool
+
+	handle *C.MDB_txn
+	env    *Env
+	id     uintptr
 
 	// logf reports finalized transactions (log.Printf when nil).
 	logf func(format string, args ...any)
@@ -95,18 +90,24 @@ func (env *Env) begin(parent *Txn, flags uint) (*Txn, error) {
 	if env.handle == nil {
 		return nil, invalid("mdb_txn_begin")
 	}
-	var ph *C.MDB_txn
+	var ph C.dlmdbgo_h
 	if parent != nil {
 		if parent.gone() {
 			return nil, ended("mdb_txn_begin")
 		}
-		ph = parent.handle
+		ph = parent.ch()
 	}
-	r := C.dlmdbgo_txn_begin(env.handle, ph, C.uint(flags))
+	r := C.dlmdbgo_txn_begin(C.dlmdbgo_h(uintptr(unsafe.Pointer(env.handle))), ph, C.uint(flags))
 	if r.rc != 0 {
 		return nil, codeError("mdb_txn_begin", r.rc)
 	}
 	return &Txn{handle: r.txn, env: env, readonly: flags&Readonly != 0}, nil
+}
+
+// ch is the C handle as the integer the hot-path helpers take (no cgo
+// pointer check: an MDB_txn is never Go memory).
+func (txn *Txn) ch() C.dlmdbgo_h {
+	return C.dlmdbgo_h(uintptr(unsafe.Pointer(txn.handle)))
 }
 
 // ID returns the transaction's id: for a reader, the id of the snapshot it
@@ -119,7 +120,7 @@ func (txn *Txn) ID() uintptr {
 		if txn.gone() {
 			return 0
 		}
-		txn.id = uintptr(C.mdb_txn_id(txn.handle))
+		txn.id = uintptr(C.dlmdbgo_txn_id(txn.ch()))
 		txn.idKnown = true
 	}
 	return txn.id
@@ -182,17 +183,20 @@ func (txn *Txn) claim(method string) {
 }
 
 func (txn *Txn) commit() error {
-	h := txn.handle
-	if h == nil {
+	if txn.handle == nil {
 		return invalid("mdb_txn_commit")
 	}
+	h := txn.ch()
 	txn.forget()
-	txn.env.life.RLock()
-	defer txn.env.life.RUnlock()
-	if txn.env.handle == nil {
+	env := txn.env
+	env.life.RLock()
+	if env.handle == nil {
+		env.life.RUnlock()
 		return invalid("mdb_txn_commit")
 	}
-	return check("mdb_txn_commit", C.mdb_txn_commit(h))
+	rc := C.dlmdbgo_txn_commit(h)
+	env.life.RUnlock()
+	return check("mdb_txn_commit", rc)
 }
 
 // gone reports whether the transaction can no longer be used: it ended, or
@@ -213,18 +217,21 @@ func (txn *Txn) Abort() {
 }
 
 // abort ends the transaction unless it has ended already. After the
-// environment was closed the C object is gone with it and is left alone.
+// environment was closed the engine may not be called any more, so the C
+// object is left alone (its memory is not reclaimed: closing an Env under
+// a live Txn is a caller bug that this only keeps from crashing).
 func (txn *Txn) abort() {
-	h := txn.handle
-	if h == nil {
+	if txn.handle == nil {
 		return
 	}
+	h := txn.ch()
 	txn.forget()
-	txn.env.life.RLock()
-	defer txn.env.life.RUnlock()
-	if txn.env.handle != nil {
-		C.mdb_txn_abort(h)
+	env := txn.env
+	env.life.RLock()
+	if env.handle != nil {
+		C.dlmdbgo_txn_abort(h)
 	}
+	env.life.RUnlock()
 }
 
 // forget drops the C handle after the engine has freed it.
@@ -245,7 +252,7 @@ func (txn *Txn) Reset() {
 	if txn.gone() {
 		return
 	}
-	C.mdb_txn_reset(txn.handle)
+	C.dlmdbgo_txn_reset(txn.ch())
 	txn.idKnown = false
 }
 
@@ -258,7 +265,7 @@ func (txn *Txn) Renew() error {
 	if txn.gone() {
 		return ended("mdb_txn_renew")
 	}
-	rc := C.mdb_txn_renew(txn.handle)
+	rc := C.dlmdbgo_txn_renew(txn.ch())
 	txn.idKnown = false
 	return check("mdb_txn_renew", rc)
 }
@@ -295,7 +302,7 @@ func (txn *Txn) openDB(cname *C.char, flags uint) (DBI, error) {
 	if txn.gone() {
 		return 0, ended("mdb_dbi_open")
 	}
-	r := C.dlmdbgo_dbi_open(txn.handle, cname, C.uint(flags))
+	r := C.dlmdbgo_dbi_open(txn.ch(), cname, C.uint(flags))
 	return DBI(r.dbi), check("mdb_dbi_open", r.rc)
 }
 
@@ -306,7 +313,7 @@ func (txn *Txn) Flags(dbi DBI) (uint, error) {
 	if txn.gone() {
 		return 0, ended("mdb_dbi_flags")
 	}
-	r := C.dlmdbgo_dbi_flags(txn.handle, C.MDB_dbi(dbi))
+	r := C.dlmdbgo_dbi_flags(txn.ch(), C.MDB_dbi(dbi))
 	return uint(r.n), check("mdb_dbi_flags", r.rc)
 }
 
@@ -364,7 +371,7 @@ func (txn *Txn) Get(dbi DBI, key []byte) ([]byte, error) {
 		return nil, ended("mdb_get")
 	}
 	kp, kn := cbytes(key)
-	r := C.dlmdbgo_get(txn.handle, C.MDB_dbi(dbi), kp, kn)
+	r := C.dlmdbgo_get(txn.ch(), C.MDB_dbi(dbi), kp, kn)
 	if r.rc != 0 {
 		if r.rc == C.MDB_NOTFOUND {
 			return nil, notFoundGet
@@ -392,7 +399,7 @@ func (txn *Txn) Put(dbi DBI, key []byte, val []byte, flags uint) error {
 	}
 	kp, kn := cbytes(key)
 	vp, vn := cbytes(val)
-	rc := C.dlmdbgo_put(txn.handle, C.MDB_dbi(dbi), kp, kn, vp, vn, C.uint(flags&writeFlagMask))
+	rc := C.dlmdbgo_put(txn.ch(), C.MDB_dbi(dbi), kp, kn, vp, vn, C.uint(flags&writeFlagMask))
 	if rc != 0 {
 		return codeError("mdb_put", rc)
 	}
@@ -412,7 +419,7 @@ func (txn *Txn) PutReserve(dbi DBI, key []byte, n int, flags uint) ([]byte, erro
 		return nil, invalid("mdb_put")
 	}
 	kp, kn := cbytes(key)
-	r := C.dlmdbgo_reserve(txn.handle, C.MDB_dbi(dbi), kp, kn, C.size_t(n), C.uint(flags&writeFlagMask))
+	r := C.dlmdbgo_reserve(txn.ch(), C.MDB_dbi(dbi), kp, kn, C.size_t(n), C.uint(flags&writeFlagMask))
 	if r.rc != 0 {
 		return nil, codeError("mdb_put", r.rc)
 	}
@@ -435,7 +442,7 @@ func (txn *Txn) Del(dbi DBI, key, val []byte) error {
 	}
 	kp, kn := cbytes(key)
 	vp, vn := cbytes(val)
-	if rc := C.dlmdbgo_del(txn.handle, C.MDB_dbi(dbi), kp, kn, vp, vn); rc != 0 {
+	if rc := C.dlmdbgo_del(txn.ch(), C.MDB_dbi(dbi), kp, kn, vp, vn); rc != 0 {
 		return codeError("mdb_del", rc)
 	}
 	return nil

@@ -87,9 +87,12 @@ func mapView(p *C.char, n C.size_t) []byte {
 }
 
 // mapCopy copies n bytes at p into a new Go slice (empty, not nil, for n 0).
+// The make+copy pair is written so the compiler fuses it into one
+// allocation that is not zeroed first (runtime.makeslicecopy).
 func mapCopy(p *C.char, n C.size_t) []byte {
-	out := make([]byte, int(n))
-	copy(out, mapView(p, n))
+	src := mapView(p, n)
+	out := make([]byte, len(src))
+	copy(out, src)
 	return out
 }
 
