@@ -201,6 +201,9 @@ void mdb_env_close(MDB_env *env)
 		env->e_lck = NULL;
 	dlmdb_lock_close(env);
 	dlmdb_spare_drop_all(env);
+	free(env->e_trusted);
+	free(env->e_dirty_spare);
+	free(env->e_txn_spare);
 	pthread_mutex_destroy(&env->e_dbimutex);
 	pthread_mutex_destroy(&env->e_wlocal);
 	free(env->e_path);

@@ -127,6 +127,7 @@ static inline size_t dirty_hash(pgno_t pg)
 
 #define DIRTY_EMPTY (~(pgno_t)0)
 #define DIRTY_GONE (~(pgno_t)0 - 1)
+#define DIRTY_MIN_CAP 16	/* a short txn dirties a handful of pages */
 
 dl_page *dlmdb_dirty_find(const dl_dirty *d, pgno_t pg)
 {
@@ -147,7 +148,7 @@ static int dirty_grow(dl_dirty *d)
 {
 	/* start small: a short txn dirties a handful of pages, and commit and
 	 * txn end scan every slot */
-	size_t ncap = d->d_cap ? d->d_cap * 2 : 16;
+	size_t ncap = d->d_cap ? d->d_cap * 2 : DIRTY_MIN_CAP;
 	/* one block: the keys, then the page pointers (freed through d_keys) */
 	pgno_t *keys = malloc(ncap * (sizeof(pgno_t) + sizeof(dl_page *)));
 	if (!keys)
@@ -172,8 +173,9 @@ static int dirty_grow(dl_dirty *d)
 	return 0;
 }
 
-/* Insert or replace; the previous page pointer (if any) is not freed. */
-int dlmdb_dirty_put(dl_dirty *d, pgno_t pg, dl_page *p)
+/* Insert or replace pg; *old gets the page it had (NULL if none), which
+ * is not freed. */
+static inline int dirty_store(dl_dirty *d, pgno_t pg, dl_page *p, dl_page **old)
 {
 	/* tombstones count as used so the table never fills up */
 	if ((d->d_n + 1) * 4 >= d->d_cap * 3 && dirty_grow(d))
@@ -183,6 +185,7 @@ int dlmdb_dirty_put(dl_dirty *d, pgno_t pg, dl_page *p)
 	for (;;) {
 		pgno_t k = d->d_keys[i];
 		if (k == pg) {
+			*old = d->d_pages[i];
 			d->d_pages[i] = p;
 			return 0;
 		}
@@ -198,7 +201,19 @@ int dlmdb_dirty_put(dl_dirty *d, pgno_t pg, dl_page *p)
 	}
 	d->d_keys[slot] = pg;
 	d->d_pages[slot] = p;
+	*old = NULL;
 	return 0;
+}
+
+int dlmdb_dirty_put(dl_dirty *d, pgno_t pg, dl_page *p)
+{
+	dl_page *old;
+	return dirty_store(d, pg, p, &old);
+}
+
+int dlmdb_dirty_swap(dl_dirty *d, pgno_t pg, dl_page *p, dl_page **old)
+{
+	return dirty_store(d, pg, p, old);
 }
 
 dl_page *dlmdb_dirty_remove(dl_dirty *d, pgno_t pg)
@@ -278,7 +293,29 @@ void dlmdb_dirty_release(dl_dirty *d, MDB_env *env)
 			free(p);
 		}
 	}
+	if (d->d_cap == DIRTY_MIN_CAP && !env->e_dirty_spare) {
+		/* keep the block, emptied, for the next write txn (dirty_adopt) */
+		for (size_t i = 0; i < DIRTY_MIN_CAP; i++)
+			d->d_keys[i] = DIRTY_EMPTY;
+		env->e_dirty_spare = d->d_keys;
+		memset(d, 0, sizeof(*d));
+		return;
+	}
 	dlmdb_dirty_free(d, 0);
+}
+
+/* Start an empty dirty map in the block the last write txn left, if any
+ * (writer lock held). */
+void dlmdb_dirty_adopt(dl_dirty *d, MDB_env *env)
+{
+	pgno_t *keys = env->e_dirty_spare;
+	if (!keys || d->d_cap)
+		return;
+	env->e_dirty_spare = NULL;
+	d->d_keys = keys;
+	d->d_pages = (dl_page **)(keys + DIRTY_MIN_CAP);
+	d->d_cap = DIRTY_MIN_CAP;
+	d->d_n = 0;
 }
 
 void dlmdb_dirty_free(dl_dirty *d, int free_pages)

@@ -155,9 +155,12 @@ typedef struct dl_dirty {
 
 DL_HIDDEN dl_page *dlmdb_dirty_find(const dl_dirty *d, pgno_t pg);
 DL_HIDDEN int dlmdb_dirty_put(dl_dirty *d, pgno_t pg, dl_page *p);
+/* dlmdb_dirty_put that also hands back the page pg had (NULL if none) */
+DL_HIDDEN int dlmdb_dirty_swap(dl_dirty *d, pgno_t pg, dl_page *p, dl_page **old);
 DL_HIDDEN dl_page *dlmdb_dirty_remove(dl_dirty *d, pgno_t pg);
 DL_HIDDEN void dlmdb_dirty_free(dl_dirty *d, int free_pages);
 DL_HIDDEN void dlmdb_dirty_release(dl_dirty *d, MDB_env *env);
+DL_HIDDEN void dlmdb_dirty_adopt(dl_dirty *d, MDB_env *env);
 DL_HIDDEN void *dlmdb_spare_take(MDB_env *env);
 /* return a page-sized buffer to the env's spares (writer lock held) */
 DL_HIDDEN void dlmdb_spare_give(MDB_env *env, void *b);
@@ -185,7 +188,9 @@ typedef struct dl_lockhdr {
 	pthread_mutex_t l_rmutex __attribute__((aligned(64)));
 } dl_lockhdr;
 
-#define DL_LOCK_FORMAT 0x444c4b31u	/* "DLK1" */
+/* "DLK2": readers choose the meta by l_txnid (meta.c); a process of the
+ * earlier "DLK1" protocol must not share a live environment with us */
+#define DL_LOCK_FORMAT 0x444c4b32u	/* "DLK2" */
 #define DL_LCK_READERS_OFF 256u
 _Static_assert(sizeof(dl_lockhdr) <= DL_LCK_READERS_OFF, "lock header fits");
 
@@ -252,6 +257,7 @@ struct MDB_txn {
 	dl_pgl t_dropped;	/* nested txns: dirty pages released here; an ancestor's
 				 * copy of such a page is dead and goes when we merge */
 	txnid_t t_last_reclaimed;	/* highest free DB key consumed */
+	uint64_t t_nreclaimed;		/* free DB records consumed (the first ones) */
 	uint64_t t_fl_gen;	/* changes to the free lists (save fixpoint) */
 	char *t_scratch[DL_MAX_DEPTH]; /* page-sized buffers for split */
 	MDB_val *t_vals;	/* value list for rebuilding a sub-page (DUPSORT) */
@@ -325,6 +331,14 @@ struct MDB_env {
 	MDB_txn *e_wtxn;	/* the top-level write txn, if any */
 	void *e_spare;		/* page-sized buffers kept for the next write txn */
 	unsigned e_nspare;
+	/* pages this handle wrote itself, direct-mapped by number (page.c):
+	 * their full validation is skipped while e_trust_meta, the meta of
+	 * our last commit, is still the newest one (nobody else wrote since) */
+	pgno_t *e_trusted;
+	uint64_t e_trust_epoch;
+	dl_meta e_trust_meta;
+	void *e_dirty_spare;	/* smallest dirty-map block, kept for the next write txn */
+	MDB_txn *e_txn_spare;	/* a top-level write txn's struct, kept for the next one */
 	pthread_mutex_t e_dbimutex;
 	pthread_mutex_t e_wlocal;	/* serialises writers under NOLOCK */
 	void *e_userctx;
@@ -537,6 +551,10 @@ DL_HIDDEN const dl_meta *dlmdb_meta_newest(MDB_env *env, int prev);
 DL_HIDDEN int dlmdb_meta_init_file(MDB_env *env, dl_meta *m);
 DL_HIDDEN int dlmdb_meta_write(MDB_txn *txn);
 DL_HIDDEN int dlmdb_meta_check(const dl_meta *m, unsigned psize);
+/* readers choose the meta by the lock file's txnid (else by the pages' own) */
+DL_HIDDEN int dlmdb_meta_published(const MDB_env *env);
+/* the meta page a commit of txn id writes (page id & 1), in the map */
+DL_HIDDEN const dl_meta *dlmdb_meta_page(MDB_env *env, txnid_t id);
 
 /* env.c */
 DL_HIDDEN int dlmdb_env_map(MDB_env *env);
@@ -573,6 +591,13 @@ DL_HIDDEN void dlmdb_pg_add_raw(dl_page *p, unsigned i, const void *node, size_t
 DL_HIDDEN void dlmdb_pg_add_leaf2(dl_page *p, unsigned i, const void *key);
 DL_HIDDEN unsigned dlmdb_pg_used(const dl_page *p);
 DL_HIDDEN int dlmdb_page_validate(const MDB_env *env, const dl_page *p);
+/* write txn start on meta cur: keep the trusted pages only if cur is the
+ * meta of our own last commit */
+DL_HIDDEN void dlmdb_trust_begin(MDB_env *env, const dl_meta *cur);
+/* pages list[0..n) were written from images this handle built */
+DL_HIDDEN void dlmdb_trust_note(MDB_env *env, dl_page *const *list, size_t n);
+/* forget every trusted page (failed write, foreign commit, close) */
+DL_HIDDEN void dlmdb_trust_reset(MDB_env *env);
 
 /* search.c */
 DL_HIDDEN int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where);

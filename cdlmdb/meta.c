@@ -4,9 +4,36 @@
  * Page 0 and page 1 each hold a dl_meta after the page header.  A commit of
  * transaction t rewrites page (t & 1), so the other page always still holds
  * the previous commit: a crash while writing one meta page leaves the other
- * intact.  The txnid field sits at the end of the meta and is written by a
- * separate pwrite after the rest, so a reader that sees the new id also sees
- * the new body.
+ * intact.
+ *
+ * How a commit becomes visible, and why one write of the meta is enough:
+ *
+ *  - With a lock file (the normal case) a commit is published by storing its
+ *    id in the lock file's txnid after the meta write has returned.  Readers
+ *    choose the meta page by that id (id & 1), copy it, and accept the copy
+ *    only if the lock file's id is still the same afterwards.  The page a
+ *    commit rewrites is never the one the published id points at: commit t
+ *    writes page t & 1 while the published id is t - 1, and the writer of
+ *    t + 1 starts only after t is published.  So a reader never accepts a
+ *    meta that is being written, and the whole meta (body and txnid) goes
+ *    out in one pwrite.  (A commit that is killed between its meta write and
+ *    the publication leaves the lock file one commit behind: readers keep
+ *    using the previous commit, which stays intact because pages are reused
+ *    only once no reader holds a snapshot that still sees them, and the
+ *    next writer, which chooses its base from the meta pages themselves,
+ *    publishes the newest id before it writes anything.)
+ *
+ *  - Without a published id (MDB_NOLOCK, and MDB_PREVSNAPSHOT, whose readers
+ *    want the older meta) readers choose by comparing the txnids stored in
+ *    the two pages themselves, so they may look at the page a commit is
+ *    rewriting.  There the body is written first and the 8-byte txnid by a
+ *    second pwrite, so a reader that sees the new id also sees the new body.
+ *
+ * Crash safety does not depend on the number of writes: a killed process
+ * cannot leave a single pwrite half done in the page cache, and ordering
+ * against power loss comes from the fdatasync of the data pages that comes
+ * before the meta write (unless NOSYNC) and the one after it (unless
+ * NOMETASYNC); both writes land in the same file page either way.
  */
 #include "internal.h"
 
@@ -102,6 +129,16 @@ static inline dl_meta *meta_in_map(MDB_env *env, int i)
 	return (dl_meta *)(env->e_map + (size_t)i * env->e_psize + DL_PAGEHDR);
 }
 
+int dlmdb_meta_published(const MDB_env *env)
+{
+	return !(env->e_flags & (MDB_NOLOCK | MDB_PREVSNAPSHOT));
+}
+
+const dl_meta *dlmdb_meta_page(MDB_env *env, txnid_t id)
+{
+	return meta_in_map(env, (int)(id & 1));
+}
+
 const dl_meta *dlmdb_meta_newest(MDB_env *env, int prev)
 {
 	dl_meta *a = meta_in_map(env, 0), *b = meta_in_map(env, 1);
@@ -169,12 +206,26 @@ int dlmdb_meta_write(MDB_txn *txn)
 	m.m_last_pg = txn->t_next_pg - 1;
 	m.m_txnid = txn->t_id;
 	off_t base = (off_t)(txn->t_id & 1) * env->e_psize + DL_PAGEHDR;
-	size_t head = offsetof(dl_meta, m_txnid);
-	int rc = pwrite_all(env->e_fd, &m, head, base);
-	if (!rc)
-		rc = pwrite_all(env->e_fd, &m.m_txnid, sizeof m.m_txnid, base + (off_t)head);
-	if (rc)
+	int rc;
+	if (dlmdb_meta_published(env)) {
+		/* readers follow the lock file's id (see the top of this file);
+		 * the fence orders the earlier publication (ours, or the last
+		 * writer's, seen through the writer lock) before the stores of
+		 * this write on weakly ordered CPUs (on x86 it costs nothing) */
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		rc = pwrite_all(env->e_fd, &m, sizeof m, base);
+	} else {
+		size_t head = offsetof(dl_meta, m_txnid);
+		rc = pwrite_all(env->e_fd, &m, head, base);
+		if (!rc)
+			rc = pwrite_all(env->e_fd, &m.m_txnid, sizeof m.m_txnid,
+				base + (off_t)head);
+	}
+	if (rc) {
+		dlmdb_trust_reset(env);
 		return rc;
+	}
+	env->e_trust_meta = m;	/* our commit is the newest: keep trusting our pages */
 	if (!(env->e_flags & (MDB_NOSYNC | MDB_NOMETASYNC)) && fdatasync(env->e_fd))
 		return errno;
 	return 0;

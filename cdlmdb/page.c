@@ -119,7 +119,71 @@ unsigned dlmdb_pg_used(const dl_page *p)
 }
 
 /*
- * Full structural check of a committed page before we modify a copy of it:
+ * Trusted pages.  The node walk below guards against damaged files: a page
+ * this env handle wrote itself holds an image it built, so as long as no
+ * other writer (another process or handle) has committed since, the map
+ * still shows that image and the walk would only re-prove our own work.
+ * A direct-mapped table remembers the numbers of pages we wrote, each entry
+ * tagged with the table's epoch; every commit by someone else (detected at
+ * write txn start by comparing the newest meta with the one we wrote last)
+ * and any failed page write start a new epoch, which forgets them all.
+ * The cheap header check runs on every page anyway, so even a page that
+ * changed under us cannot send the copy in dlmdb_page_touch outside it.
+ */
+#define DL_TRUST_SLOTS 16384u	/* 128 KiB, allocated at the first commit */
+#define DL_TRUST_PGBITS 48	/* entry: page number | epoch << 48 */
+#define DL_TRUST_PGMASK ((1ull << DL_TRUST_PGBITS) - 1)
+
+void dlmdb_trust_reset(MDB_env *env)
+{
+	memset(&env->e_trust_meta, 0, sizeof env->e_trust_meta);
+	if (!env->e_trusted)
+		return;
+	if (++env->e_trust_epoch >> (64 - DL_TRUST_PGBITS)) {
+		/* epochs used up: clear the table for real and start over */
+		memset(env->e_trusted, 0, DL_TRUST_SLOTS * sizeof(pgno_t));
+		env->e_trust_epoch = 1;
+	}
+}
+
+void dlmdb_trust_begin(MDB_env *env, const dl_meta *cur)
+{
+	if (env->e_trusted && memcmp(cur, &env->e_trust_meta, sizeof *cur))
+		dlmdb_trust_reset(env);
+}
+
+void dlmdb_trust_note(MDB_env *env, dl_page *const *list, size_t n)
+{
+	if (DL_UNLIKELY(!env->e_trusted)) {
+		/* zero entries carry epoch 0, which is never current */
+		env->e_trusted = calloc(DL_TRUST_SLOTS, sizeof(pgno_t));
+		if (!env->e_trusted)
+			return;
+		env->e_trust_epoch = 1;
+	}
+	uint64_t tag = env->e_trust_epoch << DL_TRUST_PGBITS;
+	for (size_t i = 0; i < n; i++) {
+		pgno_t pg = list[i]->p_pgno;
+		/* overflow pages are never validated, so never looked up */
+		if (!(list[i]->p_flags & DL_P_OVERFLOW) && pg <= DL_TRUST_PGMASK)
+			env->e_trusted[pg & (DL_TRUST_SLOTS - 1)] = pg | tag;
+	}
+}
+
+static int page_trusted(const MDB_env *env, const dl_page *p)
+{
+	if (!env->e_trusted)
+		return 0;
+	size_t off = (size_t)((const char *)p - env->e_map);
+	if (off >= env->e_mapsize)
+		return 0;	/* not a map page (a txn's copy): walk it */
+	pgno_t pg = off >> __builtin_ctz(env->e_psize);	/* psize: a power of two */
+	return env->e_trusted[pg & (DL_TRUST_SLOTS - 1)] ==
+		(pg | env->e_trust_epoch << DL_TRUST_PGBITS);
+}
+
+/*
+ * Structural check of a committed page before we modify a copy of it:
  * a damaged file then yields MDB_CORRUPTED instead of a wild write.
  */
 int dlmdb_page_validate(const MDB_env *env, const dl_page *p)
@@ -135,6 +199,8 @@ int dlmdb_page_validate(const MDB_env *env, const dl_page *p)
 			return MDB_CORRUPTED;
 		return 0;
 	}
+	if (page_trusted(env, p))
+		return 0;
 	/* every node: an even offset inside the node area, its header, key
 	 * and (leaf) inline data or (branch) counts inside the page; the
 	 * nodes together no larger than the node area.  One tight loop: this

@@ -89,15 +89,20 @@ int dlmdb_db_refresh(MDB_txn *txn, MDB_dbi dbi)
 	return 0;
 }
 
-static MDB_txn *txn_alloc(MDB_env *env)
+/* A top-level write txn's struct is kept in the env for the next one
+ * (e_txn_spare) instead of a free and a malloc per txn.  The slot is taken
+ * and filled with atomic exchanges: two threads may race to begin. */
+static MDB_txn *txn_alloc(MDB_env *env, int top_write)
 {
 	unsigned nd = env->e_maxdbs;
 	size_t arrays = nd * (sizeof(dl_dbrec) + sizeof(unsigned) + 1);
+	MDB_txn *txn = NULL;
+	if (top_write && __atomic_load_n(&env->e_txn_spare, __ATOMIC_RELAXED))
+		txn = __atomic_exchange_n(&env->e_txn_spare, NULL, __ATOMIC_ACQ_REL);
 	/* malloc (thread cache) and two clears rather than calloc, which
 	 * always takes the slow path of the allocator; two separate clears
 	 * also keep the compiler from turning the pair back into calloc */
-	MDB_txn *txn = malloc(sizeof(MDB_txn) + arrays);
-	if (!txn)
+	if (!txn && !(txn = malloc(sizeof(MDB_txn) + arrays)))
 		return NULL;
 	memset(txn, 0, sizeof(MDB_txn));
 	memset(txn + 1, 0, arrays);
@@ -106,6 +111,17 @@ static MDB_txn *txn_alloc(MDB_env *env)
 	txn->t_dbstate = (unsigned char *)(txn->t_dbseq + nd);
 	txn->t_env = env;
 	return txn;
+}
+
+static void txn_free(MDB_txn *txn)
+{
+	MDB_env *env = txn->t_env;
+	MDB_txn *none = NULL;
+	if (!txn->t_parent && !(txn->t_flags & DL_T_RDONLY) &&
+	    __atomic_compare_exchange_n(&env->e_txn_spare, &none, txn, 0,
+		__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return;
+	free(txn);
 }
 
 /* Copy the handle table of the environment into a fresh txn. */
@@ -127,10 +143,59 @@ static void txn_dbis_init(MDB_txn *txn)
 	pthread_mutex_unlock(&env->e_dbimutex);
 }
 
-/* Take the newest snapshot: publish it in our slot first, then confirm. */
+/*
+ * A reader's snapshot when commits are published in the lock file (see
+ * meta.c): take the published id, announce it in our slot, copy the meta
+ * page of that id and keep the copy if the id is still the published one,
+ * i.e. no writer can have started to rewrite that page meanwhile.
+ * Returns 1 (and no snapshot) if the pages do not hold the published id,
+ * for the caller to fall back to choosing by the pages' own txnids.
+ */
+static int snapshot_published(MDB_txn *txn)
+{
+	MDB_env *env = txn->t_env;
+	volatile uint64_t *pub = &env->e_lck->l_txnid;
+	for (int tries = 0; tries < 1000; tries++) {
+		txnid_t id = __atomic_load_n(pub, __ATOMIC_ACQUIRE);
+		if (txn->t_slot) {
+			__atomic_store_n(&txn->t_slot->r_txnid, id, __ATOMIC_SEQ_CST);
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		}
+		const dl_meta *m = dlmdb_meta_page(env, id);
+		if (__atomic_load_n(&m->m_txnid, __ATOMIC_ACQUIRE) != id) {
+			if (__atomic_load_n(pub, __ATOMIC_ACQUIRE) != id)
+				continue;	/* a commit went by: try again */
+			return 1;
+		}
+		dl_meta copy;
+		memcpy(&copy, m, sizeof copy);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(pub, __ATOMIC_ACQUIRE) != id)
+			continue;
+		if (dlmdb_meta_check(&copy, env->e_psize))
+			return MDB_CORRUPTED;
+		if (copy.m_last_pg + 1 > env->e_maxpg)
+			return MDB_MAP_RESIZED;
+		txn->t_dbs[DL_FREE_DBI] = copy.m_dbs[DL_FREE_DBI];
+		txn->t_dbs[DL_MAIN_DBI] = copy.m_dbs[DL_MAIN_DBI];
+		txn->t_id = id;
+		txn->t_next_pg = copy.m_last_pg + 1;
+		return 0;
+	}
+	return MDB_PROBLEM;
+}
+
+/* A reader's snapshot: publish it in our slot first, then confirm.  Readers
+ * of envs that publish no id choose the meta by the txnids stored in the
+ * meta pages. */
 static int txn_snapshot(MDB_txn *txn)
 {
 	MDB_env *env = txn->t_env;
+	if (dlmdb_meta_published(env)) {
+		int rc = snapshot_published(txn);
+		if (rc != 1)
+			return rc;
+	}
 	int prev = (env->e_flags & MDB_PREVSNAPSHOT) != 0;
 	for (int tries = 0; tries < 1000; tries++) {
 		const dl_meta *m = dlmdb_meta_newest(env, prev);
@@ -219,10 +284,22 @@ static int write_begin(MDB_txn *txn)
 	if (rc)
 		return rc;
 	txn->t_slot = NULL;
-	rc = txn_snapshot(txn);
-	if (rc) {
+	/* under the writer lock no meta page changes: no need to confirm */
+	const dl_meta *m = dlmdb_meta_newest(env, (env->e_flags & MDB_PREVSNAPSHOT) != 0);
+	if (!m || m->m_last_pg + 1 > env->e_maxpg) {
 		dlmdb_wunlock(env);
-		return rc;
+		return m ? MDB_MAP_RESIZED : MDB_CORRUPTED;
+	}
+	txn->t_dbs[DL_FREE_DBI] = m->m_dbs[DL_FREE_DBI];
+	txn->t_dbs[DL_MAIN_DBI] = m->m_dbs[DL_MAIN_DBI];
+	txn->t_id = m->m_txnid;
+	txn->t_next_pg = m->m_last_pg + 1;
+	dlmdb_trust_begin(env, m);
+	if (dlmdb_meta_published(env) &&
+	    __atomic_load_n(&env->e_lck->l_txnid, __ATOMIC_ACQUIRE) != txn->t_id) {
+		/* the last writer died between its meta write and publishing
+		 * it: publish that commit before this txn writes anything */
+		__atomic_store_n(&env->e_lck->l_txnid, txn->t_id, __ATOMIC_SEQ_CST);
 	}
 	txn->t_id++;
 	/* the blob buffer must hold initialised bytes only (it goes back to the
@@ -233,6 +310,7 @@ static int write_begin(MDB_txn *txn)
 		return ENOMEM;
 	}
 	txn->t_scratch[1] = blob;
+	dlmdb_dirty_adopt(&txn->t_dirty, env);
 	lists_borrow(txn);
 	txn_dbis_init(txn);
 	txn->t_flags = 0;
@@ -311,6 +389,7 @@ static int child_begin(MDB_txn *txn, MDB_txn *parent)
 	    (rc = dlmdb_pgl_copy(&txn->t_reclaimed, &parent->t_reclaimed)))
 		return rc;
 	txn->t_last_reclaimed = parent->t_last_reclaimed;
+	txn->t_nreclaimed = parent->t_nreclaimed;
 	txn->t_flags = parent->t_flags & DL_T_DIRTY;
 	/* the parent's cursors will have to re-seek once we are done */
 	dlmdb_txn_changed(parent, NULL);
@@ -321,23 +400,38 @@ static int child_begin(MDB_txn *txn, MDB_txn *parent)
 	return 0;
 }
 
-static void txn_free_lists(MDB_txn *txn)
+/* Free the scratch buffers.  Most txns use no slot at all: one (vector)
+ * compare of the whole pointer array before the per-slot loop. */
+static void scratch_free(MDB_txn *txn)
 {
-	free(txn->t_vals);
-	txn->t_vals = NULL;
-	dlmdb_pgl_free(&txn->t_freed);
-	dlmdb_pgl_free(&txn->t_loose);
-	dlmdb_pgl_free(&txn->t_reclaimed);
-	dlmdb_pgl_free(&txn->t_dropped);
-	free(txn->t_curbak);
-	txn->t_curbak = NULL;
-	txn->t_ncurbak = 0;
+	static const char *const none[DL_MAX_DEPTH];
+	_Static_assert(sizeof none == sizeof txn->t_scratch, "scratch slot array");
+	if (!memcmp(txn->t_scratch, none, sizeof none))
+		return;
 	for (int i = 0; i < DL_MAX_DEPTH; i++) {
 		if (!txn->t_scratch[i])
-			continue;	/* most slots are never used: skip the call */
+			continue;
 		free(txn->t_scratch[i]);
 		txn->t_scratch[i] = NULL;
 	}
+}
+
+static void txn_free_lists(MDB_txn *txn)
+{
+	if (txn->t_vals) {
+		free(txn->t_vals);
+		txn->t_vals = NULL;
+	}
+	dl_pgl *ls[4] = {&txn->t_freed, &txn->t_loose, &txn->t_reclaimed, &txn->t_dropped};
+	for (int i = 0; i < 4; i++)
+		if (ls[i]->l_v)	/* usually handed back already (list_return) */
+			dlmdb_pgl_free(ls[i]);
+	if (txn->t_curbak) {
+		free(txn->t_curbak);
+		txn->t_curbak = NULL;
+		txn->t_ncurbak = 0;
+	}
+	scratch_free(txn);
 }
 
 int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags, MDB_txn **out)
@@ -360,7 +454,7 @@ int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags, MDB_txn **o
 		    (parent->t_flags & (DL_T_ERROR | DL_T_DONE | DL_T_CHILD)))
 			return MDB_BAD_TXN;
 	}
-	MDB_txn *txn = txn_alloc(env);
+	MDB_txn *txn = txn_alloc(env, !parent && !(flags & MDB_RDONLY));
 	if (!txn)
 		return ENOMEM;
 	int rc;
@@ -372,7 +466,7 @@ int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags, MDB_txn **o
 		rc = write_begin(txn);
 	if (rc) {
 		txn_free_lists(txn);
-		free(txn);
+		txn_free(txn);
 		return rc;
 	}
 	*out = txn;
@@ -422,10 +516,7 @@ static void txn_end(MDB_txn *txn, int committed)
 	MDB_env *env = txn->t_env;
 	dlmdb_dbis_finish(txn, committed);
 	if (txn->t_flags & DL_T_RDONLY) {
-		for (int i = 0; i < DL_MAX_DEPTH; i++) {
-			free(txn->t_scratch[i]);
-			txn->t_scratch[i] = NULL;
-		}
+		scratch_free(txn);
 		if (!(txn->t_flags & DL_T_DONE)) {
 			dlmdb_reader_release(txn->t_slot);
 			txn->t_slot = NULL;
@@ -455,7 +546,7 @@ void mdb_txn_abort(MDB_txn *txn)
 	if (txn->t_child)
 		mdb_txn_abort(txn->t_child);
 	txn_end(txn, 0);
-	free(txn);
+	txn_free(txn);
 }
 
 void mdb_txn_reset(MDB_txn *txn)
@@ -522,6 +613,7 @@ static int child_merge(MDB_txn *txn)
 	SWAP_LIST(t_reclaimed);
 #undef SWAP_LIST
 	p->t_last_reclaimed = txn->t_last_reclaimed;
+	p->t_nreclaimed = txn->t_nreclaimed;
 	p->t_next_pg = txn->t_next_pg;
 	p->t_numdbs = txn->t_numdbs;
 	memcpy(p->t_dbs, txn->t_dbs, txn->t_numdbs * sizeof(dl_dbrec));
@@ -627,7 +719,10 @@ static int write_pages(MDB_txn *txn)
 		}
 		int done = 0;
 		while (!done) {
-			ssize_t w = pwritev(env->e_fd, iov, cnt, off);
+			/* a lone page (the common case in small txns) takes the
+			 * plain pwrite path, which skips the iovec import */
+			ssize_t w = cnt == 1 ? pwrite(env->e_fd, iov[0].iov_base, iov[0].iov_len, off)
+					     : pwritev(env->e_fd, iov, cnt, off);
 			if (w < 0 && errno == EINTR)
 				continue;
 			if (w < 0) {
@@ -665,6 +760,12 @@ static int write_pages(MDB_txn *txn)
 			done = 1;
 		}
 	}
+	/* the page images are ours now (page.c, trusted pages); after a
+	 * failure a page may be half written: trust nothing */
+	if (rc)
+		dlmdb_trust_reset(env);
+	else
+		dlmdb_trust_note(env, list, n);
 	if (list != few)
 		free(list);
 	return rc;
@@ -717,11 +818,12 @@ int mdb_txn_commit(MDB_txn *txn)
 	}
 	if ((rc = dlmdb_meta_write(txn)))
 		goto fail;
+	/* publish the commit: readers choose the meta by this id (meta.c) */
 	if (env->e_lck)
-		env->e_lck->l_txnid = txn->t_id;
+		__atomic_store_n(&env->e_lck->l_txnid, txn->t_id, __ATOMIC_RELEASE);
 done:
 	txn_end(txn, 1);
-	free(txn);
+	txn_free(txn);
 	return 0;
 fail:
 	mdb_txn_abort(txn);
