@@ -8,7 +8,8 @@
  * neighbour (right one for a leftmost leaf) when that one is at least 25%
  * full and has more than one item, otherwise it is merged with it when
  * both fit in one page; empty pages are unlinked; a root branch with a
- * single child is replaced by that child.  A separator is rewritten only
+ * single child is replaced by that child (LEAF2 pages of DUPFIXED
+ * sub-trees borrow and merge like other leaves).  A separator is rewritten only
  * when an item is borrowed (to the new first key of the page that changed);
  * otherwise, after a delete, a separator may be smaller than the first key
  * of its subtree, which keeps the search invariant (separator <= every key
@@ -112,7 +113,9 @@ static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
 	int rc = dlmdb_page_get(txn, dl_node_child(dl_pg_node(parent, si)), &sib);
 	if (rc)
 		return rc;
-	if (!dl_pg_is_leaf(sib) || dl_pg_is_leaf2(sib))
+	/* LEAF2 pages (DUPFIXED sub-trees) lend one fixed-size key the same way */
+	int fixed = dl_pg_is_leaf2(p);
+	if (!dl_pg_is_leaf(sib) || dl_pg_is_leaf2(sib) != fixed || (fixed && sib->p_pad != p->p_pad))
 		return 0;	/* the merge path reports what is wrong */
 	if ((rc = dlmdb_page_validate(txn->t_env, sib)))
 		return rc;
@@ -120,15 +123,17 @@ static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
 	if (fill_permille(sib, cap) < 250 || sn <= 1)
 		return 0;
 	unsigned from = fromleft ? sn - 1 : 0;
-	dl_node *nd = dl_pg_node(sib, from);
-	size_t len = dl_node_bytes(sib, nd) - sizeof(indx_t);
-	if (dl_pg_room(p) < dl_even(len) + sizeof(indx_t))
+	dl_node *nd = fixed ? NULL : dl_pg_node(sib, from);
+	size_t len = fixed ? p->p_pad : dl_node_bytes(sib, nd) - sizeof(indx_t);
+	if (dl_pg_room(p) < (fixed ? len : dl_even(len) + sizeof(indx_t)))
 		return 0;
 	unsigned sepidx = fromleft ? pi : si;
-	const dl_node *first = fromleft ? nd : dl_pg_node(sib, 1);
+	/* the new first key of the page that gets one */
 	unsigned char keybuf[DL_MAXKEY + 1];
-	MDB_val sep = {first->n_ksize, keybuf};
-	memcpy(keybuf, dl_node_key(first), first->n_ksize);
+	MDB_val sep;
+	dlmdb_node_keyval(sib, fromleft ? from : 1, &sep);
+	memcpy(keybuf, sep.mv_data, sep.mv_size);
+	sep.mv_data = keybuf;
 	const dl_node *old = dl_pg_node(parent, sepidx);
 	size_t oldb = dl_even(DL_NODEHDR + old->n_ksize + dl_pg_cntbytes(parent)),
 		newb = dl_even(DL_NODEHDR + sep.mv_size + dl_pg_cntbytes(parent));
@@ -139,9 +144,9 @@ static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
 	if (nsib != sib) {
 		dl_node_set_child(dl_pg_node(parent, si), nsib->p_pgno);
 		sib = nsib;
-		nd = dl_pg_node(sib, from);
+		nd = fixed ? NULL : dl_pg_node(sib, from);
 	}
-	if (fromleft && sn >= 2) {
+	if (fromleft && sn >= 2 && !fixed) {
 		/* cursors past the end of the left page stay past its end */
 		MDB_val moved, newlast;
 		dlmdb_node_keyval(sib, from, &moved);
@@ -151,7 +156,7 @@ static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
 	unsigned cb = dl_pg_cntbytes(parent);
 	if (cb) {
 		/* the moved item's entries (and key) change parent nodes */
-		uint64_t items = dl_leaf_items(nd, (mc->c_db->d_flags & MDB_DUPSORT) != 0);
+		uint64_t items = fixed ? 1 : dl_leaf_items(nd, (mc->c_db->d_flags & MDB_DUPSORT) != 0);
 		dl_node *np = dl_pg_node(parent, pi), *ns = dl_pg_node(parent, si);
 		dl_node_set_count(np, dl_node_count(np) + items);
 		dl_node_set_count(ns, dl_node_count(ns) - items);
@@ -160,7 +165,10 @@ static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
 			dl_node_set_keycount(ns, dl_node_keycount(ns) - 1);
 		}
 	}
-	dlmdb_pg_add_raw(p, fromleft ? 0 : dl_pg_nkeys(p), nd, len);
+	if (fixed)
+		dlmdb_pg_add_leaf2(p, fromleft ? 0 : dl_pg_nkeys(p), dl_pg_leaf2_key(sib, from));
+	else
+		dlmdb_pg_add_raw(p, fromleft ? 0 : dl_pg_nkeys(p), nd, len);
 	dlmdb_pg_del_node(sib, from);
 	dl_node *oldsep = dl_pg_node(parent, sepidx);
 	pgno_t child = dl_node_child(oldsep);
@@ -244,7 +252,7 @@ static int rebalance(MDB_cursor *mc)
 			return 0;
 		dl_page *parent = mc->c_pg[level - 1];
 		unsigned pi = mc->c_ki[level - 1];
-		if (!branch && !dl_pg_is_leaf2(p) && dl_pg_nkeys(parent) >= 2) {
+		if (!branch && dl_pg_nkeys(parent) >= 2) {
 			int done = 0;
 			if ((rc = borrow_leaf_node(mc, level, &done)))
 				return rc;

@@ -5,7 +5,10 @@
  * gets DL_N_DUP and its data is an inline sub-page: a leaf page image whose
  * nodes have the values as keys and no data.  When that sub-page would make
  * the node larger than e_nodemax, the values move into a sub-tree and the
- * node (DL_N_DUP | DL_N_TREE) holds the sub-tree's 48-byte record.
+ * node (DL_N_DUP | DL_N_TREE) holds the sub-tree's 48-byte record.  When
+ * deletes shrink a sub-tree to one leaf whose values would fit in half of
+ * e_nodemax, they move back into a sub-page (maybe_demote; FORMAT.md,
+ * "When duplicates move").
  *
  * A sub-cursor (dl_xcur) walks the values of the current key with the same
  * movement code as the main cursor: over a sub-tree it is an ordinary cursor
@@ -19,6 +22,11 @@
  */
 #include <stddef.h>
 #include "internal.h"
+
+/* dlmdb_dup_del flag (above every MDB_* flag): keep a sub-tree a sub-tree */
+#define DL_DEL_KEEPTREE 0x80000000u
+
+static int leaf2_restamp(MDB_cursor *mc, const MDB_val *v);
 
 static MDB_cmp_func *dcmp_of(MDB_cursor *mc)
 {
@@ -567,6 +575,15 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		unsigned meof = mc->c_flags & DL_C_EOF;
 		dl_node *cn = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
 		dl_page hdr;
+		if ((cn->n_flags & (DL_N_DUP | DL_N_TREE)) == (DL_N_DUP | DL_N_TREE) &&
+		    (x->x_c.c_flags & DL_C_INIT) && !(x->x_c.c_flags & DL_C_DEL)) {
+			/* as LMDB: the value itself again writes it in place (a
+			 * delete and re-insert could rebalance the sub-tree) */
+			MDB_val cur;
+			if ((rc = dlmdb_cur_fetch(&x->x_c, &cur, NULL)) == 0 && cur.mv_size == d.mv_size &&
+			    !memcmp(cur.mv_data, d.mv_data, d.mv_size))
+				return leaf2_restamp(mc, &d);
+		}
 		if ((cn->n_flags & (DL_N_DUP | DL_N_TREE)) == DL_N_DUP && dl_node_dsize(cn) >= DL_PAGEHDR) {
 			memcpy(&hdr, dl_node_data(cn), DL_PAGEHDR);
 			if (dl_pg_nkeys(&hdr) == 1) {
@@ -592,7 +609,8 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 				return rc;
 			}
 		}
-		if ((rc = dlmdb_dup_del(mc, 0)))
+		/* a replacement puts a value right back: no demotion in between */
+		if ((rc = dlmdb_dup_del(mc, DL_DEL_KEEPTREE)))
 			return rc;
 		rc = dlmdb_dup_put(mc, &k, &d, flags & ~MDB_CURRENT);
 		if (rc == 0 && (x->x_c.c_flags & DL_C_INIT))
@@ -652,7 +670,9 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 				/* APPENDDUP: LMDB looked only at the last value */
 				if ((flags & MDB_APPENDDUP) && (rc = dlmdb_cur_last(xc, &last, NULL)))
 					return rc;
-				return (flags & (MDB_NODUPDATA | MDB_APPENDDUP)) ? MDB_KEYEXIST : 0;
+				if (flags & (MDB_NODUPDATA | MDB_APPENDDUP))
+					return MDB_KEYEXIST;
+				return leaf2_restamp(mc, &d);
 			}
 			if (rc != MDB_NOTFOUND)
 				return rc;
@@ -802,6 +822,42 @@ static int del_node(MDB_cursor *mc)
 	return 0;
 }
 
+static int maybe_demote(MDB_cursor *mc, MDB_val *k);
+
+/*
+ * A put of a value a DUPFIXED sub-tree already holds, found (by xc) first
+ * on a leaf that is not the tree's leftmost: LMDB rewrites that value in
+ * place and, as for any write to slot 0 of a LEAF2 leaf, sets the nearest
+ * separator above it to the value.  The separator can only rise (it was
+ * <= the leaf's first value), so it decides where later values between
+ * the two leaves go; doing the same keeps our leaves equal to LMDB's.
+ */
+static int leaf2_restamp(MDB_cursor *mc, const MDB_val *v)
+{
+	MDB_cursor *xc = &mc->c_sub->x_c;
+	dl_xcur *x = mc->c_sub;
+	MDB_txn *txn = mc->c_txn;
+	int rc;
+	if (!(x->x_db.d_flags & MDB_DUPFIXED) || xc->c_top == 0 || xc->c_ki[xc->c_top] != 0)
+		return 0;
+	int l = (int)xc->c_top - 1;
+	while (l > 0 && xc->c_ki[l] == 0)
+		l--;
+	if (xc->c_ki[l] == 0)
+		return 0;	/* the leftmost leaf: no separator names it */
+	dl_node *sep = dl_pg_node(xc->c_pg[l], xc->c_ki[l]);
+	if (sep->n_ksize != v->mv_size || !memcmp(dl_node_key(sep), v->mv_data, v->mv_size))
+		return 0;
+	dlmdb_txn_changed(txn, mc);
+	if ((rc = dlmdb_cursor_touch(mc)) || (rc = dlmdb_cursor_touch(xc)))
+		return rc;
+	memcpy(dl_node_key(dl_pg_node(xc->c_pg[l], xc->c_ki[l])), v->mv_data, v->mv_size);
+	dl_node *n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
+	memcpy(dl_node_data(n), &x->x_db, sizeof x->x_db);
+	txn->t_gen++;
+	return 0;
+}
+
 int dlmdb_dup_del(MDB_cursor *mc, unsigned flags)
 {
 	MDB_txn *txn = mc->c_txn;
@@ -846,6 +902,8 @@ int dlmdb_dup_del(MDB_cursor *mc, unsigned flags)
 		mc->c_db->d_entries--;
 		dlmdb_count_bump(mc, -1, 0);
 		txn->t_gen++;
+		if (!(flags & DL_DEL_KEEPTREE) && (rc = maybe_demote(mc, &k)))
+			return rc;
 		mc->c_flags |= keep;
 		return 0;
 	}
@@ -887,6 +945,110 @@ int dlmdb_dup_del(MDB_cursor *mc, unsigned flags)
 		mc->c_flags |= keep;
 out:
 	return rc;
+}
+
+/*
+ * Demotion (FORMAT.md, "When duplicates move").  Promotion happens when the
+ * node holding a sub-page would exceed nodemax; the way back is taken only
+ * when a delete leaves the sub-tree a single leaf whose values make a node
+ * of at most nodemax / 2 bytes (8 + key + exact sub-page size).  The gap
+ * between the two thresholds (about nodemax / 2 bytes of values) means a
+ * put/delete pair at either boundary never moves the values back and forth.
+ * The counters below are for tests only (not in lmdb.h).
+ */
+static unsigned long long demotions;
+static int demote_off;
+unsigned long long dlmdb_debug_demotions(void);
+void dlmdb_debug_demote_enable(int on);
+unsigned long long dlmdb_debug_demotions(void)
+{
+	return __atomic_load_n(&demotions, __ATOMIC_RELAXED);
+}
+void dlmdb_debug_demote_enable(int on)
+{
+	__atomic_store_n(&demote_off, !on, __ATOMIC_RELAXED);
+}
+
+/* Node size the values of one-leaf page lp would make inline under a key
+ * of ksize bytes (0 if lp is not a plain or LEAF2 leaf). */
+static size_t inline_node_size(const dl_page *lp, size_t ksize, unsigned bound)
+{
+	unsigned n = dl_pg_nkeys(lp);
+	if (!dl_pg_is_leaf(lp) || n == 0)
+		return 0;
+	if (dl_pg_is_leaf2(lp))
+		return DL_NODEHDR + ksize + DL_PAGEHDR + (size_t)n * lp->p_pad;
+	size_t sz = DL_NODEHDR + ksize + DL_PAGEHDR + (size_t)n * sizeof(indx_t);
+	for (unsigned i = 0; i < n; i++) {
+		if (!dl_node_in_page(lp, i, bound))
+			return 0;
+		sz += dl_even(DL_NODEHDR + dl_pg_node(lp, i)->n_ksize);
+	}
+	return sz;
+}
+
+/*
+ * After a duplicate was deleted from the sub-tree of the node under mc (key
+ * k): if the sub-tree is down to one small leaf, put its values back into
+ * an inline sub-page and free the leaf.  The sub-cursor keeps its place: a
+ * one-leaf tree and a sub-page list the same values in the same order, so
+ * its index and its DEL/EOF marks carry over unchanged.  Other cursors were
+ * saved by key and value before the delete and re-seek into the sub-page.
+ */
+static int maybe_demote(MDB_cursor *mc, MDB_val *k)
+{
+	MDB_txn *txn = mc->c_txn;
+	MDB_env *env = txn->t_env;
+	dl_xcur *x = mc->c_sub;
+	MDB_cursor *xc = &x->x_c;
+	dl_page *lp;
+	int rc;
+	if (x->x_db.d_depth != 1 || x->x_db.d_root == DL_NO_PAGE ||
+	    __atomic_load_n(&demote_off, __ATOMIC_RELAXED))
+		return 0;
+	if ((rc = dlmdb_page_get(txn, x->x_db.d_root, &lp)))
+		return DL_TXN_FAIL(txn, rc);
+	size_t nsz = inline_node_size(lp, k->mv_size, env->e_psize);
+	if (nsz == 0 || nsz > env->e_nodemax / 2)
+		return 0;
+	unsigned fixed = dl_pg_is_leaf2(lp) ? lp->p_pad : 0;
+	if (((x->x_db.d_flags & MDB_DUPFIXED) != 0) != (fixed != 0))
+		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
+	unsigned vcap, m = dl_pg_nkeys(lp);
+	MDB_val *vals = vals_buf(txn, &vcap);
+	char *buf = scratch(txn, 3);
+	if (!vals || !buf || m > vcap)
+		return 0;	/* the delete is done; the move is optional */
+	for (unsigned i = 0; i < m; i++)
+		dlmdb_node_keyval(lp, i, &vals[i]);
+	size_t sz = nsz - DL_NODEHDR - k->mv_size;
+	/* the image must exist before the leaf (maybe our dirty copy) goes */
+	subpage_build(buf, vals, m, sz, fixed);
+	unsigned xflags = (xc->c_flags & DL_C_INIT) && xc->c_depth == 1
+		? xc->c_flags & (DL_C_INIT | DL_C_DEL | DL_C_EOF) : 0;
+	unsigned xki = xflags ? xc->c_ki[0] : 0;
+	pgno_t leafpg = lp->p_pgno;
+	/* the sub-tree's page counts live in its record, which goes away with
+	 * it; the main DB's counts and entries do not change (a failed put
+	 * marks the txn failed, so the half-done move is never committed) */
+	MDB_val sub = {sz, buf};
+	xc->c_flags = 0;
+	if ((rc = dlmdb_tree_put(mc, k, &sub, DL_PUT_DUP)))
+		return rc;
+	subpage_stamp(mc);
+	if ((rc = dlmdb_page_free(txn, leafpg, 1)))
+		return DL_TXN_FAIL(txn, rc);
+	if ((rc = dlmdb_dup_setup(mc)))
+		return rc == MDB_NOTFOUND ? DL_TXN_FAIL(txn, MDB_PROBLEM) : rc;
+	if (xflags) {
+		xc->c_pg[0] = xc->c_inline;
+		xc->c_ki[0] = (indx_t)xki;
+		xc->c_depth = 1;
+		xc->c_top = 0;
+		xc->c_flags = xflags;
+	}
+	__atomic_add_fetch(&demotions, 1, __ATOMIC_RELAXED);
+	return 0;
 }
 
 /* mdb_del with a value on a DUPSORT DB: remove just that pair. */

@@ -205,6 +205,11 @@ type gen struct {
 	dbs     []int
 	vpool   [][]byte // data items seen in duplicate DBs
 	pairs   map[int][][2][]byte
+	// the demotion workload (demote_diff_test.go): few keys per duplicate
+	// DB, each collecting many small values
+	fewKeys   int
+	keySet    map[int][][]byte
+	smallDups bool
 }
 
 func newGen(seed int64) *gen {
@@ -295,6 +300,28 @@ func (g *gen) freshKey(kind keyKind) []byte {
 
 // key returns a key for db: usually one seen before, sometimes a fresh one.
 func (g *gen) key(db int) []byte {
+	if g.fewKeys > 0 && isDup(db) && g.r.Intn(100) < 98 {
+		if g.keySet == nil {
+			g.keySet = map[int][][]byte{}
+		}
+		if len(g.keySet[db]) < g.fewKeys {
+			k := g.freshKey(diffDBs[db].kind)
+			for len(k) == 0 || len(k) > 64 {
+				k = g.freshKey(diffDBs[db].kind)
+			}
+			g.keySet[db] = append(g.keySet[db], k)
+			return k
+		}
+		k := g.keySet[db][g.r.Intn(len(g.keySet[db]))]
+		if diffDBs[db].kind == kBytes && len(k) > 1 && g.r.Intn(16) == 0 {
+			// a near miss: lookups that fail between keys
+			if g.r.Intn(2) == 0 {
+				return append([]byte(nil), k[:len(k)-1]...)
+			}
+			return append(append([]byte(nil), k...), 'a'+byte(g.r.Intn(26)))
+		}
+		return k
+	}
 	pool := g.pools[db]
 	reuse := g.reuse
 	if isDup(db) {
@@ -408,6 +435,9 @@ func (g *gen) freshDupValue(db int) []byte {
 		n := dupStride(db)
 		b := make([]byte, n)
 		v := uint64(g.r.Intn(300))
+		if g.smallDups {
+			v = uint64(g.r.Intn(1500)) // enough distinct values for a sub-tree
+		}
 		if g.r.Intn(8) == 0 {
 			v = g.r.Uint64()
 		}
@@ -420,6 +450,8 @@ func (g *gen) freshDupValue(db int) []byte {
 	}
 	var n int
 	switch p := g.r.Intn(100); {
+	case g.smallDups && p >= 3:
+		n = 1 + g.r.Intn(12)
 	case p < 1:
 		n = 512 // too big for a duplicate: BadValSize
 	case p < 50:
@@ -458,14 +490,24 @@ func (g *gen) nextDup(o op) op {
 			g.pairs = map[int][][2][]byte{}
 		}
 		pp := g.pairs[o.db]
+		limit := 1000
+		if g.fewKeys > 0 {
+			limit = 8000
+		}
 		switch o.kind {
 		case opDelDup, opCurGetBoth, opCurGetBothRange:
 			if len(pp) > 0 && g.r.Intn(100) < 70 {
-				p := pp[g.r.Intn(len(pp))]
+				i := g.r.Intn(len(pp))
+				p := pp[i]
 				o.key, o.val = p[0], p[1]
+				if g.fewKeys > 0 && o.kind == opDelDup {
+					// the demotion workload: a pair is deleted once
+					pp[i] = pp[len(pp)-1]
+					g.pairs[o.db] = pp[:len(pp)-1]
+				}
 			}
 		default:
-			if len(pp) < 1000 {
+			if len(pp) < limit {
 				g.pairs[o.db] = append(pp, [2][]byte{o.key, o.val})
 			} else {
 				pp[g.r.Intn(len(pp))] = [2][]byte{o.key, o.val}
@@ -480,7 +522,14 @@ func (g *gen) nextDup(o op) op {
 			n = 200 + g.r.Intn(800) // more than one page of duplicates
 		}
 		for i := 0; i < n; i++ {
-			o.val = append(o.val, g.dupValue(o.db)...)
+			v := g.dupValue(o.db)
+			o.val = append(o.val, v...)
+			if g.fewKeys > 0 && isDupFixed(o.db) && len(v) == dupStride(o.db) && len(g.pairs[o.db]) < 8000 {
+				if g.pairs == nil {
+					g.pairs = map[int][][2][]byte{}
+				}
+				g.pairs[o.db] = append(g.pairs[o.db], [2][]byte{o.key, v})
+			}
 		}
 	case opGet, opDel, opCurSet, opCurSetKey, opCurSetRange, opReadView:
 		for len(o.key) == 0 {
@@ -1346,6 +1395,9 @@ type opStats struct {
 	diffStat       int // ... same entries but different page counts or depth
 	sameLast       int // sequences whose envs ended with the same last page number
 	diffLast       int // ... and with different ones (allocation policy differs; not an error)
+	demotions      uint64 // duplicates moved back from a sub-tree to a sub-page (ours)
+	demotedSeqs    int    // sequences with at least one such move
+	sequences      int
 }
 
 func (st *opStats) String() string {
@@ -1354,6 +1406,8 @@ func (st *opStats) String() string {
 		st.maxDepth, st.maxEntries, st.overflow)
 	fmt.Fprintf(&sb, "  final per-DB Stat: identical page counts/depth in %d, different in %d; last page number equal in %d sequences, different in %d; stock Stat.Entries self-inconsistent %d times\n",
 		st.sameStat, st.diffStat, st.sameLast, st.diffLast, st.stockStatDrift)
+	fmt.Fprintf(&sb, "  duplicate demotions (sub-tree back to sub-page, ours): %d in %d sequences\n",
+		st.demotions, st.demotedSeqs)
 	for k := opKind(0); k < numOpKinds; k++ {
 		m := st.codes[k]
 		if len(m) == 0 {
@@ -1493,7 +1547,7 @@ func TestDifferentialDupSort(t *testing.T) {
 	differential(t, genDupOps, 150000)
 }
 
-func differential(t *testing.T, gen func(int64) []op, perScale int) {
+func differential(t *testing.T, gen func(int64) []op, perScale int) *opStats {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	a, b := subject, engine(stockEngine{})
@@ -1513,11 +1567,20 @@ func differential(t *testing.T, gen func(int64) []op, perScale int) {
 	}
 	total, failures := 0, 0
 	stats := &opStats{codes: map[opKind]map[int]int{}}
+	if *flagNoDemote {
+		setEngineDemotion(false)
+		defer setEngineDemotion(true)
+	}
 	for i, seed := range seeds {
 		ops := gen(seed)
 		total += len(ops)
 		flags := seqEnvFlags(seed)
+		dem0 := engineDemotions()
 		mm, err := runOpsStats(filepath.Join(base, fmt.Sprint(i)), a, b, ops, flags, stats)
+		if d := engineDemotions() - dem0; d > 0 {
+			stats.demotions += d
+			stats.demotedSeqs++
+		}
 		if err != nil {
 			t.Fatalf("seed %d: setup: %v", seed, err)
 		}
@@ -1544,6 +1607,8 @@ func differential(t *testing.T, gen func(int64) []op, perScale int) {
 			t.FailNow()
 		}
 	}
+	stats.sequences = len(seeds)
 	t.Logf("%s vs %s: %d sequences, %d operations; results of the engine under test by op:\n%v",
 		a.name(), b.name(), len(seeds), total, stats)
+	return stats
 }

@@ -80,6 +80,9 @@ var (
 		"also require identical Stat page counts and depth (ours vs stock split policy)")
 	flagMaster = flag.Int64("difftest.master", 0,
 		"master seed for the randomised tests (0 = derived from the clock and printed)")
+	flagNoDemote = flag.Bool("difftest.nodemote", false,
+		"A/B runs only: turn off our engine's move of duplicates from a sub-tree back to a sub-page "+
+			"(the default runs keep it on)")
 )
 
 // testScale is DLMDB_TEST_SCALE (default 1): a multiplier for randomised
