@@ -1390,11 +1390,11 @@ type opStats struct {
 	maxDepth       uint
 	maxEntries     uint64
 	overflow       uint64
-	stockStatDrift int // final Stat.Entries of stock disagreeing with stock's own scan
-	sameStat       int // final per-DB Stat identical including page counts and depth
-	diffStat       int // ... same entries but different page counts or depth
-	sameLast       int // sequences whose envs ended with the same last page number
-	diffLast       int // ... and with different ones (allocation policy differs; not an error)
+	stockStatDrift int    // final Stat.Entries of stock disagreeing with stock's own scan
+	sameStat       int    // final per-DB Stat identical including page counts and depth
+	diffStat       int    // ... same entries but different page counts or depth
+	sameLast       int    // sequences whose envs ended with the same last page number
+	diffLast       int    // ... and with different ones (allocation policy differs; not an error)
 	demotions      uint64 // duplicates moved back from a sub-tree to a sub-page (ours)
 	demotedSeqs    int    // sequences with at least one such move
 	sequences      int
