@@ -224,6 +224,9 @@ typedef struct dl_dbx {
 #define DL_T_SAVING 0x10	/* freelist save in progress */
 #define DL_T_DIRTY 0x20		/* something to commit */
 #define DL_T_EXTFMT 0x40	/* wrote the record of a DB with an extension flag */
+/* r_txnid of a reader slot that is taken but holds no snapshot (a reset
+ * reader, or one still choosing its snapshot) */
+#define DL_SLOT_IDLE (~(uint64_t)0)
 
 /* Saved state of an enclosing txn's cursor while a child runs: as in LMDB
  * such cursors follow the child's changes and get this state back if the
@@ -339,6 +342,9 @@ struct MDB_env {
 	dl_meta e_trust_meta;
 	void *e_dirty_spare;	/* smallest dirty-map block, kept for the next write txn */
 	MDB_txn *e_txn_spare;	/* a top-level write txn's struct, kept for the next one */
+	/* a reader slot this handle keeps between read txns (lock.c): owned
+	 * (our pid) but idle and with thread 0; taken and parked atomically */
+	dl_reader *e_rslot_spare;
 	pthread_mutex_t e_dbimutex;
 	pthread_mutex_t e_wlocal;	/* serialises writers under NOLOCK */
 	void *e_userctx;
@@ -543,6 +549,7 @@ DL_HIDDEN int dlmdb_wlock(MDB_env *env);
 DL_HIDDEN void dlmdb_wunlock(MDB_env *env);
 DL_HIDDEN int dlmdb_reader_acquire(MDB_env *env, dl_reader **slot);
 DL_HIDDEN void dlmdb_reader_release(dl_reader *slot);
+DL_HIDDEN void dlmdb_reader_park(MDB_env *env, dl_reader *slot);
 DL_HIDDEN txnid_t dlmdb_oldest_reader(MDB_env *env, txnid_t dflt);
 
 /* meta.c */

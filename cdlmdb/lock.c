@@ -140,9 +140,14 @@ int dlmdb_lock_share(MDB_env *env)
 
 void dlmdb_lock_close(MDB_env *env)
 {
+	/* the parked slot: still mapped here even when the env keeps the lock
+	 * map (e_lck cleared) after closing under a live write txn */
+	dl_reader *parked = __atomic_exchange_n(&env->e_rslot_spare, NULL, __ATOMIC_ACQ_REL);
+	if (parked)
+		dlmdb_reader_release(parked);
 	if (env->e_lck && env->e_lck != &env->e_nolock) {
-		/* drop any reader slot still marked with our pid? No: slots are
-		 * released by their txns; stale ones are reclaimed by check. */
+		/* other slots with our pid are released by their txns (or, if we
+		 * die, reclaimed by mdb_reader_check) */
 		munmap((void *)env->e_lck, env->e_lcksize);
 	}
 	env->e_lck = NULL;
@@ -176,6 +181,16 @@ int dlmdb_reader_acquire(MDB_env *env, dl_reader **slot)
 		*slot = NULL;
 		return 0;
 	}
+	/* the slot the last read txn of this handle left behind, if any: it is
+	 * ours already, so no trip through the reader-table mutex */
+	if (__atomic_load_n(&env->e_rslot_spare, __ATOMIC_RELAXED)) {
+		dl_reader *p = __atomic_exchange_n(&env->e_rslot_spare, NULL, __ATOMIC_ACQ_REL);
+		if (p) {
+			p->r_tid = (uint64_t)pthread_self();
+			*slot = p;
+			return 0;
+		}
+	}
 	dl_lockhdr *h = env->e_lck;
 	int rc = mutex_take(&h->l_rmutex);
 	if (rc)
@@ -206,6 +221,26 @@ void dlmdb_reader_release(dl_reader *slot)
 		return;
 	__atomic_store_n(&slot->r_txnid, ~(uint64_t)0, __ATOMIC_RELEASE);
 	__atomic_store_n(&slot->r_pid, 0, __ATOMIC_RELEASE);
+}
+
+/*
+ * Give a slot back to this handle rather than to the table: it stays owned
+ * by our pid, idle (pins nothing), with thread 0 so that mdb_reader_list
+ * leaves it out, for the next reader of this handle to take without the
+ * mutex.  One slot is kept; any other is released.  A dead process's parked
+ * slot is reclaimed by mdb_reader_check like any other, and lock_close
+ * releases the parked slot when the handle closes.
+ */
+void dlmdb_reader_park(MDB_env *env, dl_reader *slot)
+{
+	if (!slot)
+		return;
+	__atomic_store_n(&slot->r_txnid, DL_SLOT_IDLE, __ATOMIC_RELEASE);
+	slot->r_tid = 0;
+	dl_reader *none = NULL;
+	if (!__atomic_compare_exchange_n(&env->e_rslot_spare, &none, slot, 0,
+		__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		dlmdb_reader_release(slot);
 }
 
 txnid_t dlmdb_oldest_reader(MDB_env *env, txnid_t dflt)
@@ -240,6 +275,8 @@ int mdb_reader_list(MDB_env *env, MDB_msg_func *func, void *ctx)
 		if (!pid)
 			continue;
 		txnid_t t = r->r_txnid;
+		if (t == DL_SLOT_IDLE && r->r_tid == 0)
+			continue;	/* parked for a later reader (reader_park) */
 		if (!any) {
 			any = 1;
 			rc = func("    pid     thread     txnid\n", ctx);

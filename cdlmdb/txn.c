@@ -89,15 +89,16 @@ int dlmdb_db_refresh(MDB_txn *txn, MDB_dbi dbi)
 	return 0;
 }
 
-/* A top-level write txn's struct is kept in the env for the next one
- * (e_txn_spare) instead of a free and a malloc per txn.  The slot is taken
- * and filled with atomic exchanges: two threads may race to begin. */
-static MDB_txn *txn_alloc(MDB_env *env, int top_write)
+/* A top-level txn's struct (reader or writer: both have the same size) is
+ * kept in the env for the next one (e_txn_spare) instead of a free and a
+ * malloc per txn.  The spare is taken and filled with atomic exchanges: two
+ * threads may race to begin.  A parked struct owns no reader slot. */
+static MDB_txn *txn_alloc(MDB_env *env, int top)
 {
 	unsigned nd = env->e_maxdbs;
 	size_t arrays = nd * (sizeof(dl_dbrec) + sizeof(unsigned) + 1);
 	MDB_txn *txn = NULL;
-	if (top_write && __atomic_load_n(&env->e_txn_spare, __ATOMIC_RELAXED))
+	if (top && __atomic_load_n(&env->e_txn_spare, __ATOMIC_RELAXED))
 		txn = __atomic_exchange_n(&env->e_txn_spare, NULL, __ATOMIC_ACQ_REL);
 	/* malloc (thread cache) and two clears rather than calloc, which
 	 * always takes the slow path of the allocator; two separate clears
@@ -117,7 +118,7 @@ static void txn_free(MDB_txn *txn)
 {
 	MDB_env *env = txn->t_env;
 	MDB_txn *none = NULL;
-	if (!txn->t_parent && !(txn->t_flags & DL_T_RDONLY) &&
+	if (!txn->t_parent && !txn->t_slot &&
 	    __atomic_compare_exchange_n(&env->e_txn_spare, &none, txn, 0,
 		__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return;
@@ -222,16 +223,29 @@ static int txn_snapshot(MDB_txn *txn)
 	return MDB_PROBLEM;
 }
 
+/*
+ * Start (or, for renew, restart) a reader.  A reset reader still owns its
+ * slot, marked idle (no snapshot, so it pins no pages); renew announces the
+ * new snapshot in that same slot, with no trip through the reader-table
+ * mutex.  Only the owning txn ever writes r_txnid of a taken slot, so that
+ * needs no lock.  On failure the slot (if any) is left idle but still owned:
+ * the caller releases it (begin) or the later abort does (renew).
+ */
 static int read_begin(MDB_txn *txn)
 {
 	MDB_env *env = txn->t_env;
-	int rc = dlmdb_reader_acquire(env, &txn->t_slot);
-	if (rc)
-		return rc;
+	int rc;
+	if (!txn->t_slot) {
+		if ((rc = dlmdb_reader_acquire(env, &txn->t_slot)))
+			return rc;
+	} else {
+		/* a renew may run on another thread than the reset did */
+		txn->t_slot->r_tid = (uint64_t)pthread_self();
+	}
 	rc = txn_snapshot(txn);
 	if (rc) {
-		dlmdb_reader_release(txn->t_slot);
-		txn->t_slot = NULL;
+		if (txn->t_slot)
+			__atomic_store_n(&txn->t_slot->r_txnid, DL_SLOT_IDLE, __ATOMIC_RELEASE);
 		return rc;
 	}
 	txn_dbis_init(txn);
@@ -454,7 +468,7 @@ int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags, MDB_txn **o
 		    (parent->t_flags & (DL_T_ERROR | DL_T_DONE | DL_T_CHILD)))
 			return MDB_BAD_TXN;
 	}
-	MDB_txn *txn = txn_alloc(env, !parent && !(flags & MDB_RDONLY));
+	MDB_txn *txn = txn_alloc(env, !parent);
 	if (!txn)
 		return ENOMEM;
 	int rc;
@@ -465,6 +479,8 @@ int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags, MDB_txn **o
 	else
 		rc = write_begin(txn);
 	if (rc) {
+		dlmdb_reader_park(env, txn->t_slot);
+		txn->t_slot = NULL;
 		txn_free_lists(txn);
 		txn_free(txn);
 		return rc;
@@ -511,18 +527,30 @@ static void txn_release(MDB_txn *txn)
 	txn_free_lists(txn);
 }
 
+/* End a reader's snapshot.  keep_slot (reset): the slot stays ours but
+ * shows idle, so writers no longer count it and reader_list prints no txnid;
+ * otherwise (abort, commit, also of a reset reader) the slot is given back. */
+static void read_end(MDB_txn *txn, int keep_slot)
+{
+	scratch_free(txn);
+	if (!(txn->t_flags & DL_T_DONE)) {
+		if (txn->t_slot)
+			__atomic_store_n(&txn->t_slot->r_txnid, DL_SLOT_IDLE, __ATOMIC_RELEASE);
+		__atomic_sub_fetch(&txn->t_env->e_live_txns, 1, __ATOMIC_SEQ_CST);
+	}
+	if (!keep_slot && txn->t_slot) {
+		dlmdb_reader_park(txn->t_env, txn->t_slot);
+		txn->t_slot = NULL;
+	}
+	txn->t_flags |= DL_T_DONE;
+}
+
 static void txn_end(MDB_txn *txn, int committed)
 {
 	MDB_env *env = txn->t_env;
 	dlmdb_dbis_finish(txn, committed);
 	if (txn->t_flags & DL_T_RDONLY) {
-		scratch_free(txn);
-		if (!(txn->t_flags & DL_T_DONE)) {
-			dlmdb_reader_release(txn->t_slot);
-			txn->t_slot = NULL;
-			__atomic_sub_fetch(&env->e_live_txns, 1, __ATOMIC_SEQ_CST);
-		}
-		txn->t_flags |= DL_T_DONE;
+		read_end(txn, 0);
 		return;
 	}
 	if (txn->t_parent && !committed)
@@ -553,7 +581,8 @@ void mdb_txn_reset(MDB_txn *txn)
 {
 	if (!txn || !(txn->t_flags & DL_T_RDONLY))
 		return;
-	txn_end(txn, 0);
+	dlmdb_dbis_finish(txn, 0);
+	read_end(txn, 1);
 }
 
 int mdb_txn_renew(MDB_txn *txn)
@@ -784,13 +813,14 @@ int mdb_txn_commit(MDB_txn *txn)
 	}
 	if (txn->t_flags & DL_T_RDONLY) {
 		if (txn->t_flags & DL_T_DONE) {
-			/* committing a reset reader just frees it */
+			/* committing a reset reader just ends it */
 			dlmdb_dbis_finish(txn, 0);
-			free(txn);
+			read_end(txn, 0);
+			txn_free(txn);
 			return 0;
 		}
 		txn_end(txn, 1);
-		free(txn);
+		txn_free(txn);
 		return 0;
 	}
 	if (txn->t_flags & (DL_T_ERROR | DL_T_DONE)) {
