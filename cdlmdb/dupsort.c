@@ -110,6 +110,37 @@ int dlmdb_dup_setup(MDB_cursor *mc)
 	return 0;
 }
 
+/*
+ * The key under cursor c, checked exactly as dlmdb_cur_fetch(c, key, NULL)
+ * checks it; kept here so the per-value steps below need no call.
+ */
+static inline __attribute__((always_inline)) int item_key(MDB_cursor *c, MDB_val *key)
+{
+	dl_page *p = c->c_pg[c->c_top];
+	unsigned i = c->c_ki[c->c_top];
+	if (DL_UNLIKELY(i >= dl_pg_nkeys(p)))
+		return MDB_NOTFOUND;
+	if (dl_pg_is_leaf2(p)) {
+		if (key) {
+			key->mv_size = p->p_pad;
+			key->mv_data = dl_pg_leaf2_key(p, i);
+		}
+		return 0;
+	}
+	unsigned off = dl_pg_slot(p, i), lim = c->c_bound;
+	if (DL_UNLIKELY(off < p->p_upper || (off & 1) || off + DL_NODEHDR > lim))
+		return DL_TXN_FAIL(c->c_txn, MDB_CORRUPTED);
+	dl_node *n = (dl_node *)((char *)p + off);
+	size_t after = (n->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(n);
+	if (DL_UNLIKELY(off + DL_NODEHDR + n->n_ksize + after > lim))
+		return DL_TXN_FAIL(c->c_txn, MDB_CORRUPTED);
+	if (key) {
+		key->mv_size = n->n_ksize;
+		key->mv_data = dl_node_key(n);
+	}
+	return 0;
+}
+
 /* data = first/last value of the node under mc; positions the sub-cursor. */
 static int node_value_edge(MDB_cursor *mc, MDB_val *data, int last)
 {
@@ -125,7 +156,22 @@ static int node_value_edge(MDB_cursor *mc, MDB_val *data, int last)
 	if (rc)
 		return rc;
 	MDB_val v;
-	rc = last ? dlmdb_cur_last(&x->x_c, &v, NULL) : dlmdb_cur_first(&x->x_c, &v, NULL);
+	MDB_cursor *xc = &x->x_c;
+	if (xc->c_inline) {
+		/* a sub-page is a one-leaf tree that dlmdb_dup_setup has already
+		 * checked (leaf, bounds, at least one value): stand on its edge
+		 * directly instead of searching from a root */
+		dl_page *sp = xc->c_inline;
+		xc->c_pg[0] = sp;
+		xc->c_ki[0] = (indx_t)(last ? dl_pg_nkeys(sp) - 1 : 0);
+		xc->c_top = 0;
+		xc->c_depth = 1;
+		/* as dlmdb_cur_last: the last value carries the EOF mark */
+		xc->c_flags = last ? DL_C_INIT | DL_C_EOF : DL_C_INIT;
+		rc = item_key(xc, &v);
+	} else {
+		rc = last ? dlmdb_cur_last(xc, &v, NULL) : dlmdb_cur_first(xc, &v, NULL);
+	}
 	if (rc)
 		return rc == MDB_NOTFOUND ? DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED) : rc;
 	if (data) {
@@ -169,14 +215,16 @@ static int fetch_multiple(MDB_cursor *mc, MDB_val *data)
 	return 0;
 }
 
-static int cur_is_dup(MDB_cursor *mc)
+static inline int cur_is_dup(MDB_cursor *mc)
 {
 	dl_page *p = mc->c_pg[mc->c_top];
 	unsigned i = mc->c_ki[mc->c_top];
 	return mc->c_depth && i < dl_pg_nkeys(p) && (dl_pg_node(p, i)->n_flags & DL_N_DUP);
 }
 
-int dlmdb_dup_get(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
+/* Every cursor op on a DUPSORT DB but the step below (dlmdb_dup_get). */
+__attribute__((noinline))
+static int dup_get_op(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
 {
 	dl_xcur *x = mc->c_sub;
 	MDB_cursor *xc = &x->x_c;
@@ -382,6 +430,39 @@ int dlmdb_dup_get(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
 	default:
 		return EINVAL;
 	}
+}
+
+int dlmdb_dup_get(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
+{
+	dl_xcur *x = mc->c_sub;
+	MDB_cursor *xc = &x->x_c;
+	MDB_val v;
+	int rc;
+	/* the step of a duplicate scan: the next value on the sub-cursor's
+	 * leaf, nothing pending on either cursor (the same outcome as the
+	 * general MDB_NEXT/MDB_NEXT_DUP case of dup_get_op, which does the rest) */
+	if ((op == MDB_NEXT_DUP || op == MDB_NEXT) &&
+	    (mc->c_flags & (DL_C_INIT | DL_C_DEL | DL_C_EOF)) == DL_C_INIT &&
+	    (xc->c_flags & (DL_C_INIT | DL_C_DEL | DL_C_EOF)) == DL_C_INIT &&
+	    xc->c_depth && cur_is_dup(mc)) {
+		unsigned top = xc->c_top;
+		if (xc->c_ki[top] + 1u < dl_pg_nkeys(xc->c_pg[top])) {
+			xc->c_ki[top]++;
+			if ((rc = item_key(xc, &v)))
+				return rc;
+			x_out(x, &v);
+			if (data)
+				*data = v;
+			return item_key(mc, key);
+		}
+		if (op == MDB_NEXT_DUP && top == 0) {
+			/* past the last value of a one-leaf set (the end of every
+			 * GET/NEXT_MULTIPLE loop): marked as dlmdb_cur_next marks it */
+			xc->c_flags |= DL_C_EOF;
+			return MDB_NOTFOUND;
+		}
+	}
+	return dup_get_op(mc, key, data, op);
 }
 
 int dlmdb_dup_count(MDB_cursor *mc, mdb_size_t *count)
