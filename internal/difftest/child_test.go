@@ -127,6 +127,11 @@ func isolate(t *testing.T) bool {
 		if strings.Contains(s, "\nSIG") || strings.Contains(s, "fatal error:") || strings.Contains(s, "Assertion") {
 			crashed = true
 		}
+		// under -asan a sanitizer report ends the child with exit status 1;
+		// show its report rather than only the test's log lines
+		if strings.Contains(s, "ERROR: AddressSanitizer") || strings.Contains(s, "ERROR: LeakSanitizer") {
+			crashed = true
+		}
 	}
 	// pass the child's own log lines through
 	var keep []string
