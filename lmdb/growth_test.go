@@ -24,6 +24,26 @@ func growthPuts(i int, big []byte) (keys, vals [3][]byte) {
 	return keys, vals
 }
 
+// growthRun runs the growthTxns transactions: update must run its argument
+// in one write transaction, passing it that transaction's put.
+func growthRun(big []byte, update func(func(put func(k, v []byte) error) error) error) error {
+	for i := 1; i <= growthTxns; i++ {
+		keys, vals := growthPuts(i, big)
+		err := update(func(put func(k, v []byte) error) error {
+			for j := range keys {
+				if err := put(keys[j], vals[j]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("txn %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
 // TestSmallTxnsReuseFreePages is the regression test for unbounded file
 // growth under many small write transactions with no reader: saving the
 // free list found no free page on hand and extended the file every time,
@@ -52,19 +72,12 @@ func TestSmallTxnsReuseFreePages(t *testing.T) {
 	if err := env.Update(func(txn *Txn) (err error) { dbi, err = txn.OpenRoot(0); return err }); err != nil {
 		t.Fatal(err)
 	}
-	for i := 1; i <= growthTxns; i++ {
-		keys, vals := growthPuts(i, big)
-		err := env.Update(func(txn *Txn) error {
-			for j := range keys {
-				if err := txn.Put(dbi, keys[j], vals[j], 0); err != nil {
-					return err
-				}
-			}
-			return nil
+	if err := growthRun(big, func(put func(put func(k, v []byte) error) error) error {
+		return env.Update(func(txn *Txn) error {
+			return put(func(k, v []byte) error { return txn.Put(dbi, k, v, 0) })
 		})
-		if err != nil {
-			t.Fatalf("ours, txn %d: %v", i, err)
-		}
+	}); err != nil {
+		t.Fatalf("ours: %v", err)
 	}
 	info, err := env.Info()
 	if err != nil {
@@ -89,19 +102,12 @@ func TestSmallTxnsReuseFreePages(t *testing.T) {
 	if err := senv.Update(func(txn *stock.Txn) (err error) { sdbi, err = txn.OpenRoot(0); return err }); err != nil {
 		t.Fatal(err)
 	}
-	for i := 1; i <= growthTxns; i++ {
-		keys, vals := growthPuts(i, big)
-		err := senv.Update(func(txn *stock.Txn) error {
-			for j := range keys {
-				if err := txn.Put(sdbi, keys[j], vals[j], 0); err != nil {
-					return err
-				}
-			}
-			return nil
+	if err := growthRun(big, func(put func(put func(k, v []byte) error) error) error {
+		return senv.Update(func(txn *stock.Txn) error {
+			return put(func(k, v []byte) error { return txn.Put(sdbi, k, v, 0) })
 		})
-		if err != nil {
-			t.Fatalf("stock, txn %d: %v", i, err)
-		}
+	}); err != nil {
+		t.Fatalf("stock: %v", err)
 	}
 	sinfo, err := senv.Info()
 	if err != nil {

@@ -56,6 +56,26 @@ func newSideData(n int) *sideData {
 
 const sideEnvFlags = lmdb.NoSync | lmdb.NoMetaSync
 
+// sideLoad writes the benchmark data through put: d's keys with their
+// values, or 20 eight-byte duplicates per key for the DUPFIXED variant.
+func sideLoad(d *sideData, dupfixed bool, put func(k, v []byte) error) error {
+	val := make([]byte, sideValLen)
+	for i, k := range d.keys {
+		if dupfixed {
+			for j := 0; j < 20; j++ {
+				if err := put(k, []byte(fmt.Sprintf("%08d", j))); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err := put(k, sideVal(val, i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func oursSideEnv(b *testing.B, d *sideData, dupfixed bool) (*lmdb.Env, lmdb.DBI) {
 	b.Helper()
 	env, err := lmdb.NewEnv()
@@ -82,21 +102,7 @@ func oursSideEnv(b *testing.B, d *sideData, dupfixed bool) (*lmdb.Env, lmdb.DBI)
 		if err != nil {
 			return err
 		}
-		val := make([]byte, sideValLen)
-		for i, k := range d.keys {
-			if dupfixed {
-				for j := 0; j < 20; j++ {
-					if err := txn.Put(dbi, k, []byte(fmt.Sprintf("%08d", j)), 0); err != nil {
-						return err
-					}
-				}
-				continue
-			}
-			if err := txn.Put(dbi, k, sideVal(val, i), 0); err != nil {
-				return err
-			}
-		}
-		return nil
+		return sideLoad(d, dupfixed, func(k, v []byte) error { return txn.Put(dbi, k, v, 0) })
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -130,21 +136,7 @@ func stockSideEnv(b *testing.B, d *sideData, dupfixed bool) (*stock.Env, stock.D
 		if err != nil {
 			return err
 		}
-		val := make([]byte, sideValLen)
-		for i, k := range d.keys {
-			if dupfixed {
-				for j := 0; j < 20; j++ {
-					if err := txn.Put(dbi, k, []byte(fmt.Sprintf("%08d", j)), 0); err != nil {
-						return err
-					}
-				}
-				continue
-			}
-			if err := txn.Put(dbi, k, sideVal(val, i), 0); err != nil {
-				return err
-			}
-		}
-		return nil
+		return sideLoad(d, dupfixed, func(k, v []byte) error { return txn.Put(dbi, k, v, 0) })
 	})
 	if err != nil {
 		b.Fatal(err)
