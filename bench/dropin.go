@@ -26,7 +26,7 @@ func dropinPreset(c *Config) dropinSizes {
 		Passes:  3,
 		Scans:   c.Size(50_000, 10_000, 20),
 		ScanLen: 100,
-		Commits: c.Size(200, 60, 5),
+		Commits: c.Size(1000, 150, 5),
 		DupKeys: c.Size(20_000, 10_000, 20),
 		Dups:    20,
 		Rounds:  c.RoundsOr(9, 9),
