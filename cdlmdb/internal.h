@@ -190,7 +190,7 @@ typedef struct dl_lockhdr {
 
 /* "DLK2": readers choose the meta by l_txnid (meta.c); a process of the
  * earlier "DLK1" protocol must not share a live environment with us */
-#define DL_LOCK_FORMAT 0x444c4b32u	/* "DLK2" */
+#define DL_LOCK_FORMAT 0x444c4b33u	/* "DLK3" */
 #define DL_LCK_READERS_OFF 256u
 _Static_assert(sizeof(dl_lockhdr) <= DL_LCK_READERS_OFF, "lock header fits");
 
@@ -227,6 +227,9 @@ typedef struct dl_dbx {
 /* r_txnid of a reader slot that is taken but holds no snapshot (a reset
  * reader, or one still choosing its snapshot) */
 #define DL_SLOT_IDLE (~(uint64_t)0)
+/* r_tid of a parked slot: this bit | owner pid << 32 | handle number (a
+ * thread id, a user-space address, never has the top bit set) */
+#define DL_SLOT_PARKED (1ull << 63)
 
 /* Saved state of an enclosing txn's cursor while a child runs: as in LMDB
  * such cursors follow the child's changes and get this state back if the
@@ -343,8 +346,11 @@ struct MDB_env {
 	void *e_dirty_spare;	/* smallest dirty-map block, kept for the next write txn */
 	MDB_txn *e_txn_spare;	/* a top-level write txn's struct, kept for the next one */
 	/* a reader slot this handle keeps between read txns (lock.c): owned
-	 * (our pid) but idle and with thread 0; taken and parked atomically */
+	 * (our pid), idle, its thread id replaced by e_park_tag; taken and
+	 * parked atomically, and claimable by a reader that finds the table
+	 * full (see dlmdb_reader_park) */
 	dl_reader *e_rslot_spare;
+	uint64_t e_park_tag;
 	pthread_mutex_t e_dbimutex;
 	pthread_mutex_t e_wlocal;	/* serialises writers under NOLOCK */
 	void *e_userctx;

@@ -128,6 +128,9 @@ int dlmdb_lock_open(MDB_env *env, const char *lpath, int mode, int *excl)
 	}
 	/* liveness marker for reader_check */
 	fcntl_lock(env->e_lfd, F_OFD_SETLK, F_RDLCK, (off_t)env->e_pid);
+	static uint32_t handles;
+	env->e_park_tag = DL_SLOT_PARKED | (uint64_t)(uint32_t)env->e_pid << 32 |
+		__atomic_add_fetch(&handles, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -138,12 +141,21 @@ int dlmdb_lock_share(MDB_env *env)
 	return fcntl_lock(env->e_lfd, F_OFD_SETLK, F_RDLCK, 0);
 }
 
+/* Take back a slot this handle parked; 0 when another reader has claimed
+ * it meanwhile (then it is theirs, and we must not touch it). */
+static int unpark(MDB_env *env, dl_reader *slot)
+{
+	uint64_t tag = env->e_park_tag;
+	return __atomic_compare_exchange_n(&slot->r_tid, &tag, 0, 0,
+		__ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
 void dlmdb_lock_close(MDB_env *env)
 {
 	/* the parked slot: still mapped here even when the env keeps the lock
 	 * map (e_lck cleared) after closing under a live write txn */
 	dl_reader *parked = __atomic_exchange_n(&env->e_rslot_spare, NULL, __ATOMIC_ACQ_REL);
-	if (parked)
+	if (parked && unpark(env, parked))
 		dlmdb_reader_release(parked);
 	if (env->e_lck && env->e_lck != &env->e_nolock) {
 		/* other slots with our pid are released by their txns (or, if we
@@ -185,11 +197,12 @@ int dlmdb_reader_acquire(MDB_env *env, dl_reader **slot)
 	 * ours already, so no trip through the reader-table mutex */
 	if (__atomic_load_n(&env->e_rslot_spare, __ATOMIC_RELAXED)) {
 		dl_reader *p = __atomic_exchange_n(&env->e_rslot_spare, NULL, __ATOMIC_ACQ_REL);
-		if (p) {
+		if (p && unpark(env, p)) {
 			p->r_tid = (uint64_t)pthread_self();
 			*slot = p;
 			return 0;
 		}
+		/* claimed by a reader that found the table full: take another */
 	}
 	dl_lockhdr *h = env->e_lck;
 	int rc = mutex_take(&h->l_rmutex);
@@ -199,11 +212,22 @@ int dlmdb_reader_acquire(MDB_env *env, dl_reader **slot)
 	for (i = 0; i < n; i++)
 		if (reader_at(env, i)->r_pid == 0)
 			break;
-	if (i == n) {
-		if (n >= env->e_maxreaders) {
+	if (i == n && n >= env->e_maxreaders) {
+		/* Full.  A slot parked by some handle (of any process) pins
+		 * nothing and would be free under LMDB's rules: claim it. */
+		for (i = 0; i < n; i++) {
+			dl_reader *r = reader_at(env, i);
+			uint64_t tid = __atomic_load_n(&r->r_tid, __ATOMIC_ACQUIRE);
+			if ((tid & DL_SLOT_PARKED) && __atomic_load_n(&r->r_pid, __ATOMIC_ACQUIRE) &&
+			    __atomic_compare_exchange_n(&r->r_tid, &tid, (uint64_t)pthread_self(), 0,
+				__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+				break;
+		}
+		if (i == n) {
 			pthread_mutex_unlock(&h->l_rmutex);
 			return MDB_READERS_FULL;
 		}
+	} else if (i == n) {
 		h->l_numreaders = n + 1;
 	}
 	dl_reader *r = reader_at(env, i);
@@ -225,21 +249,29 @@ void dlmdb_reader_release(dl_reader *slot)
 
 /*
  * Give a slot back to this handle rather than to the table: it stays owned
- * by our pid, idle (pins nothing), with thread 0 so that mdb_reader_list
- * leaves it out, for the next reader of this handle to take without the
- * mutex.  One slot is kept; any other is released.  A dead process's parked
- * slot is reclaimed by mdb_reader_check like any other, and lock_close
- * releases the parked slot when the handle closes.
+ * by our pid, idle (pins nothing), with the handle's park tag in place of a
+ * thread id (mdb_reader_list leaves it out), for the next reader of this
+ * handle to take without the mutex.  One slot is kept; any other is
+ * released.
+ *
+ * Under LMDB's rules (MDB_NOTLS, as lmdb-go opens) the slot would be free,
+ * so a reader of any handle or process that finds the table full claims a
+ * parked slot instead of failing.  Both sides swap the tag out of r_tid
+ * with one compare-and-swap, so exactly one of them gets the slot; the tag
+ * names the handle, so a slot claimed and later parked by someone else is
+ * never mistaken for ours.  A dead process's parked slot is reclaimed by
+ * mdb_reader_check like any other, and lock_close releases the parked slot
+ * (if still ours) when the handle closes.
  */
 void dlmdb_reader_park(MDB_env *env, dl_reader *slot)
 {
 	if (!slot)
 		return;
 	__atomic_store_n(&slot->r_txnid, DL_SLOT_IDLE, __ATOMIC_RELEASE);
-	slot->r_tid = 0;
+	__atomic_store_n(&slot->r_tid, env->e_park_tag, __ATOMIC_RELEASE);
 	dl_reader *none = NULL;
 	if (!__atomic_compare_exchange_n(&env->e_rslot_spare, &none, slot, 0,
-		__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		__ATOMIC_ACQ_REL, __ATOMIC_RELAXED) && unpark(env, slot))
 		dlmdb_reader_release(slot);
 }
 
@@ -275,7 +307,7 @@ int mdb_reader_list(MDB_env *env, MDB_msg_func *func, void *ctx)
 		if (!pid)
 			continue;
 		txnid_t t = r->r_txnid;
-		if (t == DL_SLOT_IDLE && r->r_tid == 0)
+		if (t == DL_SLOT_IDLE && (r->r_tid == 0 || (r->r_tid & DL_SLOT_PARKED)))
 			continue;	/* parked for a later reader (reader_park) */
 		if (!any) {
 			any = 1;

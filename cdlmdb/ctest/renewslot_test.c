@@ -6,6 +6,10 @@
  * Run with the default (TLS) open flags and with MDB_NOTLS.
  */
 #include "testutil.h"
+#include <pthread.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static const char *DIR0 = "build/renewslot_env";
 
@@ -215,11 +219,184 @@ static void parked(unsigned flags)
 	mdb_env_close(b);
 }
 
+/* A parked slot pins nothing, so a reader that finds the table full takes
+ * it over, whichever handle or process parked it; the owner then finds its
+ * slot gone and takes a free one (or is refused if none is free). */
+static void claimed(unsigned flags)
+{
+	MDB_env *a, *b;
+	MDB_dbi dbi;
+	MDB_txn *w, *r, *r2;
+	unsigned next = 1;
+	tu_fresh_dir(DIR0);
+	MUST(mdb_env_create(&a));
+	MUST(mdb_env_set_maxreaders(a, 1));
+	MUST(mdb_env_open(a, DIR0, flags, 0644));
+	MUST(mdb_txn_begin(a, NULL, 0, &w));
+	MUST(mdb_dbi_open(w, NULL, 0, &dbi));
+	MUST(mdb_txn_commit(w));
+	put_num(a, dbi, next++);
+	MUST(mdb_env_create(&b));
+	MUST(mdb_env_open(b, DIR0, flags, 0644));
+
+	/* a parks the only slot; b's reader claims it and holds a snapshot
+	 * that survives commits (the claim really pins its pages) */
+	MUST(mdb_txn_begin(a, NULL, MDB_RDONLY, &r));
+	mdb_txn_abort(r);
+	EXPECT(info(a).me_numreaders == 1);
+	EXPECT_RC(mdb_txn_begin(b, NULL, MDB_RDONLY, &r), 0);
+	unsigned seen = get_num(r, dbi);
+	for (int i = 0; i < 30; i++)
+		put_num(a, dbi, next++);
+	EXPECT(get_num(r, dbi) == seen);
+	struct tally t = readers(a);
+	EXPECT(t.busy == 1);
+	/* the slot is b's now: a's reader is refused while b's is live */
+	r2 = NULL;
+	EXPECT_RC(mdb_txn_begin(a, NULL, MDB_RDONLY, &r2), MDB_READERS_FULL);
+	mdb_txn_abort(r);
+	/* b parked it in turn: a claims it back and sees the newest commit */
+	EXPECT_RC(mdb_txn_begin(a, NULL, MDB_RDONLY, &r2), 0);
+	if (r2) {
+		EXPECT(get_num(r2, dbi) == next - 1);
+		mdb_txn_abort(r2);
+	}
+	EXPECT(info(a).me_numreaders == 1);
+
+	/* another process claims the slot a parked, then closes */
+	pid_t pid = fork();
+	if (pid == 0) {
+		MDB_env *c;
+		MDB_txn *cr;
+		int ok = mdb_env_create(&c) == 0 && mdb_env_open(c, DIR0, flags, 0644) == 0 &&
+			mdb_txn_begin(c, NULL, MDB_RDONLY, &cr) == 0;
+		if (ok) {
+			MDB_val k = {1, "k"}, d;
+			unsigned v = 0;
+			ok = mdb_get(cr, dbi, &k, &d) == 0 && d.mv_size >= sizeof v;
+			if (ok)
+				memcpy(&v, d.mv_data, sizeof v);
+			ok = ok && v == next - 1;
+			mdb_txn_abort(cr);
+			mdb_env_close(c);
+		}
+		_exit(ok ? 0 : 3);
+	}
+	int status = 0;
+	EXPECT(pid > 0 && waitpid(pid, &status, 0) == pid);
+	EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* a's parked slot went to the child, which gave it back on close */
+	EXPECT_RC(mdb_txn_begin(a, NULL, MDB_RDONLY, &r), 0);
+	if (r) {
+		EXPECT(get_num(r, dbi) == next - 1);
+		mdb_txn_abort(r);
+	}
+	t = readers(b);
+	EXPECT(t.busy == 0 && t.none == 1);
+	mdb_env_close(b);
+	mdb_env_close(a);
+}
+
+/* Readers on two handles race for two slots while a writer commits: no
+ * two live readers may share a slot (each checks that its snapshot stays
+ * put), and the table never grows past its two slots. */
+struct race {
+	MDB_env *env[2];
+	MDB_dbi dbi;
+	int stop;
+	int live;
+	long reads, refused, moved;
+};
+
+static void *race_reader(void *arg)
+{
+	struct race *rc = arg;
+	unsigned x = (unsigned)(uintptr_t)pthread_self();
+	for (int i = 0; i < 3000; i++) {
+		x = x * 1103515245u + 12345u;
+		MDB_txn *r;
+		int e = mdb_txn_begin(rc->env[(x >> 16) & 1], NULL, MDB_RDONLY, &r);
+		if (e == MDB_READERS_FULL) {
+			__atomic_add_fetch(&rc->refused, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (e) {
+			__atomic_add_fetch(&rc->moved, 1000000, __ATOMIC_RELAXED);
+			break;
+		}
+		__atomic_add_fetch(&rc->live, 1, __ATOMIC_SEQ_CST);
+		MDB_val k = {1, "k"}, d1, d2;
+		unsigned v1 = 0, v2 = 1;
+		if (mdb_get(r, rc->dbi, &k, &d1) == 0)
+			memcpy(&v1, d1.mv_data, sizeof v1);
+		for (int j = 0; j < 20; j++)
+			sched_yield();
+		if (mdb_get(r, rc->dbi, &k, &d2) == 0)
+			memcpy(&v2, d2.mv_data, sizeof v2);
+		if (v1 != v2)
+			__atomic_add_fetch(&rc->moved, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&rc->reads, 1, __ATOMIC_RELAXED);
+		__atomic_sub_fetch(&rc->live, 1, __ATOMIC_SEQ_CST);
+		mdb_txn_abort(r);
+	}
+	return NULL;
+}
+
+static void *race_writer(void *arg)
+{
+	struct race *rc = arg;
+	unsigned v = 100;
+	while (!__atomic_load_n(&rc->stop, __ATOMIC_ACQUIRE)) {
+		put_num(rc->env[0], rc->dbi, v++);
+		sched_yield();
+	}
+	return NULL;
+}
+
+static void race(unsigned flags)
+{
+	struct race rc;
+	memset(&rc, 0, sizeof rc);
+	MDB_txn *w;
+	tu_fresh_dir(DIR0);
+	MUST(mdb_env_create(&rc.env[0]));
+	MUST(mdb_env_set_maxreaders(rc.env[0], 2));
+	MUST(mdb_env_set_mapsize(rc.env[0], 64u << 20));
+	MUST(mdb_env_open(rc.env[0], DIR0, flags | MDB_NOSYNC, 0644));
+	MUST(mdb_env_create(&rc.env[1]));
+	MUST(mdb_env_open(rc.env[1], DIR0, flags | MDB_NOSYNC, 0644));
+	MUST(mdb_txn_begin(rc.env[0], NULL, 0, &w));
+	MUST(mdb_dbi_open(w, NULL, 0, &rc.dbi));
+	MUST(mdb_txn_commit(w));
+	put_num(rc.env[0], rc.dbi, 99);
+	pthread_t wt, rt[4];
+	MUST(pthread_create(&wt, NULL, race_writer, &rc));
+	for (int i = 0; i < 4; i++)
+		MUST(pthread_create(&rt[i], NULL, race_reader, &rc));
+	for (int i = 0; i < 4; i++)
+		pthread_join(rt[i], NULL);
+	__atomic_store_n(&rc.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(wt, NULL);
+	EXPECT(rc.moved == 0);
+	EXPECT(rc.reads > 0);
+	EXPECT(info(rc.env[0]).me_numreaders <= 2);
+	struct tally t = readers(rc.env[1]);
+	EXPECT(t.busy == 0 && t.none == 1);
+	mdb_env_close(rc.env[1]);
+	mdb_env_close(rc.env[0]);
+	printf("renewslot_test: race(%s): %ld reads, %ld refused\n",
+		(flags & MDB_NOTLS) ? "NOTLS" : "TLS", rc.reads, rc.refused);
+}
+
 int main(void)
 {
 	run(0);
 	run(MDB_NOTLS);
 	parked(0);
 	parked(MDB_NOTLS);
+	claimed(0);
+	claimed(MDB_NOTLS);
+	race(0);
+	race(MDB_NOTLS);
 	return tu_finish("renewslot_test");
 }
