@@ -60,18 +60,25 @@ func execChild(role string, env ...string) childOutcome {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	o := childOutcome{out: out.String(), err: err}
-	if ee, ok := err.(*exec.ExitError); ok {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			o.crashed = true
-		}
-		// a Go runtime crash (fatal signal in cgo code, SIGABRT from a C
-		// assert) exits with status 2 and a "SIGxxx" / "fatal error" banner
-		if strings.Contains(o.out, "\nSIG") || strings.HasPrefix(o.out, "SIG") ||
-			strings.Contains(o.out, "fatal error:") || strings.Contains(o.out, "Assertion") {
-			o.crashed = true
-		}
-	}
+	o.crashed = crashedChild(err, o.out)
 	return o
+}
+
+// crashedChild tells a child that crashed from one that merely failed: a
+// fatal signal; a Go runtime crash (fatal signal in cgo code, SIGABRT from a
+// C assert), which exits with status 2 and a "SIGxxx" / "fatal error"
+// banner; or, under -asan, a sanitizer report, which exits with status 1.
+func crashedChild(err error, out string) bool {
+	ee, ok := err.(*exec.ExitError)
+	if !ok {
+		return false
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return true
+	}
+	return strings.Contains(out, "\nSIG") || strings.HasPrefix(out, "SIG") ||
+		strings.Contains(out, "fatal error:") || strings.Contains(out, "Assertion") ||
+		strings.Contains(out, "ERROR: AddressSanitizer") || strings.Contains(out, "ERROR: LeakSanitizer")
 }
 
 // headLines keeps failure messages readable.
@@ -119,20 +126,9 @@ func isolate(t *testing.T) bool {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	s := out.String()
-	crashed := false
-	if ee, ok := err.(*exec.ExitError); ok {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			crashed = true
-		}
-		if strings.Contains(s, "\nSIG") || strings.Contains(s, "fatal error:") || strings.Contains(s, "Assertion") {
-			crashed = true
-		}
-		// under -asan a sanitizer report ends the child with exit status 1;
-		// show its report rather than only the test's log lines
-		if strings.Contains(s, "ERROR: AddressSanitizer") || strings.Contains(s, "ERROR: LeakSanitizer") {
-			crashed = true
-		}
-	}
+	// a crash shows the child's whole output (a sanitizer report, say),
+	// not only the test's log lines
+	crashed := crashedChild(err, s)
 	// pass the child's own log lines through
 	var keep []string
 	for _, l := range strings.Split(s, "\n") {

@@ -1,6 +1,7 @@
 package difftest
 
 import (
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -75,5 +76,28 @@ func TestHarnessCatchesFault(t *testing.T) {
 	}
 	if found == 0 {
 		t.Fatal("the differential harness never noticed a corrupted value in 40 sequences")
+	}
+}
+
+// The crash classifier of the child-process tests: a signal, a Go runtime
+// crash banner and a sanitizer report count as crashes; a plain failure
+// (non-zero exit with ordinary output) and a clean exit do not.
+func TestCrashedChildClassifier(t *testing.T) {
+	for _, c := range []struct {
+		script string
+		crash  bool
+	}{
+		{"exit 0", false},
+		{"echo FAIL: something; exit 1", false},
+		{"kill -9 $$", true},
+		{"echo '==42==ERROR: AddressSanitizer: heap-use-after-free'; exit 1", true},
+		{"echo '==42==ERROR: LeakSanitizer: detected memory leaks'; exit 1", true},
+		{"echo 'SIGSEGV: segmentation violation'; exit 2", true},
+		{"echo 'fatal error: unexpected signal during runtime execution'; exit 2", true},
+	} {
+		out, err := exec.Command("sh", "-c", c.script).CombinedOutput()
+		if got := crashedChild(err, string(out)); got != c.crash {
+			t.Errorf("%q: crashedChild = %v, want %v (err %v)", c.script, got, c.crash, err)
+		}
 	}
 }
