@@ -33,14 +33,33 @@ static char *path_join(const char *a, const char *b)
 	return s;
 }
 
-int dlmdb_env_map(MDB_env *env)
+int dlmdb_env_map(MDB_env *env, void *addr)
 {
 	int prot = PROT_READ;
 	if ((env->e_flags & MDB_WRITEMAP) && !(env->e_flags & MDB_RDONLY))
 		prot |= PROT_WRITE;
-	void *m = mmap(NULL, env->e_mapsize, prot, MAP_SHARED, env->e_fd, 0);
+	/* FIXEDMAP: exactly there or not at all.  MAP_FIXED would silently
+	 * unmap whatever the process has in the range; MAP_FIXED_NOREPLACE
+	 * fails instead (EEXIST).  A bare hint is not enough on Linux: large
+	 * file maps are placed with room for huge-page alignment, so even a
+	 * hole of exactly the right size (the one our own munmap just left)
+	 * is passed over.  Kernels before 4.17 take the flag as a hint: the
+	 * address check below covers them. */
+	int mflags = MAP_SHARED;
+	if (addr) {
+		if ((uintptr_t)addr % (uintptr_t)sysconf(_SC_PAGESIZE))
+			return EBUSY;	/* no map can start there */
+#ifdef MAP_FIXED_NOREPLACE
+		mflags |= MAP_FIXED_NOREPLACE;
+#endif
+	}
+	void *m = mmap(addr, env->e_mapsize, prot, mflags, env->e_fd, 0);
 	if (m == MAP_FAILED)
-		return errno;
+		return addr && errno == EEXIST ? EBUSY : errno;
+	if (addr && m != addr) {
+		munmap(m, env->e_mapsize);
+		return EBUSY;	/* as LMDB: the recorded address is taken */
+	}
 	if (env->e_flags & MDB_NORDAHEAD)
 		madvise(m, env->e_mapsize, MADV_RANDOM);
 	env->e_map = m;
@@ -123,8 +142,11 @@ int mdb_env_open(MDB_env *env, const char *path, unsigned int flags, mdb_mode_t 
 	if (env->e_mapsize < minsz)
 		env->e_mapsize = minsz;
 	env->e_mapsize = round_up(env->e_mapsize, psize);
-	if (fresh) {
+	if (fresh)
 		meta.m_mapsize = env->e_mapsize;
+	/* a new env gets its metas before the map, except under FIXEDMAP:
+	 * there they record the map's address, known only once it exists */
+	if (fresh && !(flags & MDB_FIXEDMAP)) {
 		rc = dlmdb_meta_init_file(env, &meta);
 		if (rc)
 			goto out;
@@ -137,9 +159,18 @@ int mdb_env_open(MDB_env *env, const char *path, unsigned int flags, mdb_mode_t 
 			goto out;
 		}
 	}
-	rc = dlmdb_env_map(env);
+	/* FIXEDMAP on an existing file: its recorded address (if it has one,
+	 * i.e. it was created with FIXEDMAP), else anywhere, as LMDB */
+	rc = dlmdb_env_map(env, (flags & MDB_FIXEDMAP) && !fresh ?
+		(void *)(uintptr_t)meta.m_address : NULL);
 	if (rc)
 		goto out;
+	if (fresh && (flags & MDB_FIXEDMAP)) {
+		meta.m_address = (uint64_t)(uintptr_t)env->e_map;
+		rc = dlmdb_meta_init_file(env, &meta);
+		if (rc)
+			goto out;
+	}
 	env->e_nodemax = (((env->e_psize - DL_PAGEHDR) / 2) & ~(size_t)1) - sizeof(indx_t);
 	env->e_dbx = calloc(env->e_maxdbs, sizeof(dl_dbx));
 	if (!env->e_dbx) {
@@ -229,21 +260,32 @@ int mdb_env_set_mapsize(MDB_env *env, mdb_size_t size)
 	if (size < minsz)
 		size = minsz;
 	size = round_up(size, env->e_psize);
+	if ((env->e_flags & MDB_WRITEMAP) && !(env->e_flags & MDB_RDONLY)) {
+		/* a WRITEMAP writer stores into any page below the map size: the
+		 * file must reach that far first (a store past its end would be a
+		 * SIGBUS); on failure nothing has changed yet */
+		struct stat st;
+		if (fstat(env->e_fd, &st))
+			return errno;
+		if ((size_t)st.st_size < size && ftruncate(env->e_fd, (off_t)size))
+			return errno;
+	}
+	/* FIXEDMAP: the map stays where it is (LMDB does the same); the
+	 * kernel may not be able to grow it there, then EBUSY */
+	char *at = (env->e_flags & MDB_FIXEDMAP) ? env->e_map : NULL;
 	munmap(env->e_map, env->e_mapsize);
 	env->e_map = NULL;
 	size_t old = env->e_mapsize;
 	env->e_mapsize = size;
-	if ((env->e_flags & MDB_WRITEMAP) && !(env->e_flags & MDB_RDONLY)) {
-		struct stat st;
-		if (fstat(env->e_fd, &st) == 0 && (size_t)st.st_size < size &&
-		    ftruncate(env->e_fd, (off_t)size))
-			(void)0;
-	}
-	int rc = dlmdb_env_map(env);
+	int rc = dlmdb_env_map(env, at);
 	if (rc) {
+		/* back to the old map; if even that fails the handle is dead:
+		 * every call but close reports EINVAL */
 		env->e_mapsize = old;
-		if (dlmdb_env_map(env))
+		if (dlmdb_env_map(env, at)) {
 			env->e_map = NULL;
+			env->e_opened = 0;
+		}
 	}
 	return rc;
 }
@@ -343,14 +385,15 @@ int mdb_env_sync(MDB_env *env, int force)
 		return EINVAL;
 	if (env->e_flags & MDB_RDONLY)
 		return EACCES;
-	if (force || !(env->e_flags & MDB_NOSYNC)) {
-		if ((env->e_flags & MDB_WRITEMAP) &&
-		    msync(env->e_map, env->e_mapsize, (env->e_flags & MDB_MAPASYNC) && !force ? MS_ASYNC : MS_SYNC))
-			return errno;
-		if (fdatasync(env->e_fd))
-			return errno;
+	if (!force && (env->e_flags & MDB_NOSYNC))
+		return 0;
+	if (env->e_flags & MDB_WRITEMAP) {
+		/* data and meta pages were changed through the map (meta.c):
+		 * msync; a forced sync waits even under MAPASYNC */
+		int how = (env->e_flags & MDB_MAPASYNC) && !force ? MS_ASYNC : MS_SYNC;
+		return msync(env->e_map, env->e_mapsize, how) ? errno : 0;
 	}
-	return 0;
+	return fdatasync(env->e_fd) ? errno : 0;
 }
 
 static void stat_from(const MDB_env *env, const dl_dbrec *db, MDB_stat *st)
@@ -401,7 +444,8 @@ int mdb_env_info(MDB_env *env, MDB_envinfo *info)
 	if (!m)
 		return MDB_CORRUPTED;
 	memset(info, 0, sizeof *info);
-	info->me_mapaddr = (env->e_flags & MDB_FIXEDMAP) ? env->e_map : NULL;
+	/* as LMDB: the address the file records (FIXEDMAP envs), else NULL */
+	info->me_mapaddr = (void *)(uintptr_t)m->m_address;
 	info->me_mapsize = env->e_mapsize;
 	info->me_last_pgno = m->m_last_pg;
 	info->me_last_txnid = m->m_txnid;

@@ -112,8 +112,19 @@ static int page_alloc_buf(MDB_txn *txn, unsigned n, dl_page **out, int zero)
 		txn->t_next_pg += n;
 	}
 	size_t bytes = (size_t)n * env->e_psize;
+	dl_page *p;
+	if (env->e_flags & MDB_WRITEMAP) {
+		/* build the page(s) where they live: the numbers are free (loose,
+		 * from a record older than every reader, or past the last page),
+		 * so no snapshot reads these bytes; like a spare buffer they hold
+		 * an old page image of this file (or zeros past its old end) */
+		p = (dl_page *)(env->e_map + (size_t)pg * env->e_psize);
+		if (zero == DL_BUF_ZERO && !(env->e_flags & MDB_NOMEMINIT))
+			memset(p, 0, bytes);
+		goto have_buf;
+	}
 	/* two explicit calls: with malloc+memset gcc folds both paths to calloc */
-	dl_page *p = n == 1 ? dlmdb_spare_take(env) : NULL;
+	p = n == 1 ? dlmdb_spare_take(env) : NULL;
 	if (p && zero == DL_BUF_ZERO && !(env->e_flags & MDB_NOMEMINIT))
 		memset(p, 0, bytes);
 	else if (!p)
@@ -126,19 +137,20 @@ static int page_alloc_buf(MDB_txn *txn, unsigned n, dl_page **out, int zero)
 			dlmdb_pgl_push_run(&txn->t_reclaimed, pg, n), dlmdb_pgl_sort(&txn->t_reclaimed);
 		return ENOMEM;
 	}
+have_buf:
 	p->p_pgno = pg;
 	p->p_flags = 0;
 	/* pages of the range were free: any copy we still hold of them (left
 	 * over from a nested txn that freed a run of ours) is stale */
 	for (unsigned i = 1; i < n; i++)
-		free(dlmdb_dirty_remove(&txn->t_dirty, pg + i));
+		dl_buf_release(env, dlmdb_dirty_remove(&txn->t_dirty, pg + i));
 	dl_page *old;
 	if ((rc = dlmdb_dirty_swap(&txn->t_dirty, pg, p, &old))) {
-		free(p);
+		dl_buf_release(env, p);
 		return rc;
 	}
-	if (old)
-		free(old);
+	if (old != p)
+		dl_buf_release(env, old);
 	txn->t_fl_gen++;
 	*out = p;
 	return 0;
@@ -146,7 +158,8 @@ static int page_alloc_buf(MDB_txn *txn, unsigned n, dl_page **out, int zero)
 
 int dlmdb_page_alloc(MDB_txn *txn, unsigned n, dl_page **out)
 {
-	return page_alloc_buf(txn, n, out, 1);
+	/* every caller sets the header and writes the nodes it adds */
+	return page_alloc_buf(txn, n, out, DL_BUF_PAGE);
 }
 
 int dlmdb_page_free(MDB_txn *txn, pgno_t pg, unsigned n)
@@ -156,7 +169,7 @@ int dlmdb_page_free(MDB_txn *txn, pgno_t pg, unsigned n)
 	if (dirty_in_family(txn, pg, &own)) {
 		/* never committed: reusable right away */
 		if (own)
-			free(dlmdb_dirty_remove(&txn->t_dirty, pg));
+			dl_buf_release(txn->t_env, dlmdb_dirty_remove(&txn->t_dirty, pg));
 		/* an ancestor may still hold a copy under this number (its own
 		 * page, or the original of one we copied); it must not outlive
 		 * our commit: the page may be reused for anything meanwhile */

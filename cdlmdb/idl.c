@@ -283,6 +283,8 @@ void dlmdb_dirty_release(dl_dirty *d, MDB_env *env)
 		if (k == DIRTY_EMPTY || k == DIRTY_GONE)
 			continue;
 		dl_page *p = d->d_pages[i];
+		if (dl_in_map(env, p))
+			continue;	/* WRITEMAP: the page itself, not a copy */
 		/* branch and leaf copies are exactly one page; overflow runs vary */
 		if (env->e_nspare < DL_SPARE_MAX && !(p->p_flags & DL_P_OVERFLOW) &&
 		    (p->p_flags & (DL_P_BRANCH | DL_P_LEAF))) {
@@ -318,6 +320,7 @@ void dlmdb_dirty_adopt(dl_dirty *d, MDB_env *env)
 	d->d_n = 0;
 }
 
+/* free_pages: heap copies only (no caller passes a WRITEMAP txn's map) */
 void dlmdb_dirty_free(dl_dirty *d, int free_pages)
 {
 	if (free_pages) {

@@ -542,6 +542,22 @@ static inline unsigned dl_ov_pages(const MDB_env *env, size_t dsize)
 	return (unsigned)((DL_PAGEHDR + dsize + env->e_psize - 1) / env->e_psize);
 }
 
+/* ---- MDB_WRITEMAP (FORMAT.md, "WRITEMAP and FIXEDMAP") ----
+ * The top-level write txn of a WRITEMAP env (there are no nested ones)
+ * builds its pages in the shared map itself: its dirty-map entries point
+ * into e_map, at the pages' own numbers, instead of at heap copies.  Every
+ * place that lets go of a dirty buffer goes through dl_buf_release. */
+static inline int dl_in_map(const MDB_env *env, const void *p)
+{
+	return env->e_map && (uintptr_t)p - (uintptr_t)env->e_map < env->e_mapsize;
+}
+/** Let go of a dirty page buffer: heap copies are freed, map pages stay. */
+static inline void dl_buf_release(const MDB_env *env, void *p)
+{
+	if (p && !dl_in_map(env, p))
+		free(p);
+}
+
 /* ---- cross-file engine functions ------------------------------------------------ */
 
 /* error.c */
@@ -570,7 +586,9 @@ DL_HIDDEN int dlmdb_meta_published(const MDB_env *env);
 DL_HIDDEN const dl_meta *dlmdb_meta_page(MDB_env *env, txnid_t id);
 
 /* env.c */
-DL_HIDDEN int dlmdb_env_map(MDB_env *env);
+/* map the data file (e_mapsize bytes); addr: the FIXEDMAP address the map
+ * must get (EBUSY if the kernel puts it elsewhere), or NULL for anywhere */
+DL_HIDDEN int dlmdb_env_map(MDB_env *env, void *addr);
 DL_HIDDEN int dlmdb_dbx_default_cmp(MDB_env *env, MDB_dbi dbi, unsigned flags);
 DL_HIDDEN MDB_cmp_func *dlmdb_cmp_for(unsigned dbflags);
 
@@ -603,7 +621,34 @@ static inline const void *dl_node_counts(const dl_node *n)
 DL_HIDDEN void dlmdb_pg_add_raw(dl_page *p, unsigned i, const void *node, size_t len);
 DL_HIDDEN void dlmdb_pg_add_leaf2(dl_page *p, unsigned i, const void *key);
 DL_HIDDEN unsigned dlmdb_pg_used(const dl_page *p);
-DL_HIDDEN int dlmdb_page_validate(const MDB_env *env, const dl_page *p);
+/* The trusted-page table (page.c): direct-mapped, entry = page number |
+ * epoch << DL_TRUST_PGBITS */
+#define DL_TRUST_SLOTS 16384u	/* 128 KiB, allocated at the first commit */
+#define DL_TRUST_PGBITS 48
+#define DL_TRUST_PGMASK ((1ull << DL_TRUST_PGBITS) - 1)
+DL_HIDDEN int dlmdb_page_validate_walk(MDB_env *env, const dl_page *p);
+/* Structural check of a committed page before a write copies it or edits
+ * next to it (page.c).  A page in the trusted table passes at once (the
+ * common case in a run of write txns by one handle); any other page gets
+ * the full check. */
+static inline int dlmdb_page_validate(MDB_env *env, const dl_page *p)
+{
+	size_t off = (size_t)((const char *)p - env->e_map);
+	/* the header, whatever the table says: a tree page, and the copy in
+	 * dlmdb_page_touch is bounded by p_lower and p_upper */
+	if (DL_UNLIKELY(!(p->p_flags & (DL_P_LEAF | DL_P_BRANCH)) ||
+	    (p->p_flags & (DL_P_OVERFLOW | DL_P_META)) ||
+	    p->p_lower < DL_PAGEHDR || p->p_lower > p->p_upper ||
+	    p->p_upper > env->e_psize || (p->p_lower & 1)))
+		return MDB_CORRUPTED;
+	if (env->e_trusted && off < env->e_mapsize) {
+		pgno_t pg = off >> __builtin_ctz(env->e_psize);
+		if (env->e_trusted[pg & (DL_TRUST_SLOTS - 1)] ==
+		    (pg | env->e_trust_epoch << DL_TRUST_PGBITS))
+			return 0;
+	}
+	return dlmdb_page_validate_walk(env, p);
+}
 /* write txn start on meta cur: keep the trusted pages only if cur is the
  * meta of our own last commit */
 DL_HIDDEN void dlmdb_trust_begin(MDB_env *env, const dl_meta *cur);

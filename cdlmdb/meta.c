@@ -34,6 +34,19 @@
  * against power loss comes from the fdatasync of the data pages that comes
  * before the meta write (unless NOSYNC) and the one after it (unless
  * NOMETASYNC); both writes land in the same file page either way.
+ *
+ * Under WRITEMAP the map is writable and the meta is stored through it,
+ * always body first and txnid last (a release store), as the two-write
+ * path does; the page a commit rewrites is still never the one readers of
+ * the published id look at, so the rules above hold unchanged.  What a
+ * store sequence cannot promise is the single-write atomicity against a
+ * kill: a writer killed inside the copy leaves a page with a partly new
+ * body under its old txnid.  That page is older than the other one, so it
+ * is never chosen as the newest; only a PREVSNAPSHOT open right after such
+ * a kill could pick it -- the same exposure the two-write path has (and
+ * LMDB's WRITEMAP, which writes its meta the same way).  It is flushed by
+ * msync of its page.  The meta's m_address is set once, when a FIXEDMAP
+ * env is created (env.c), and every commit copies it on.
  */
 #include "internal.h"
 
@@ -206,8 +219,15 @@ int dlmdb_meta_write(MDB_txn *txn)
 	m.m_last_pg = txn->t_next_pg - 1;
 	m.m_txnid = txn->t_id;
 	off_t base = (off_t)(txn->t_id & 1) * env->e_psize + DL_PAGEHDR;
-	int rc;
-	if (dlmdb_meta_published(env)) {
+	int rc = 0;
+	if (env->e_flags & MDB_WRITEMAP) {
+		/* the map is writable: stores instead of a syscall, in the order
+		 * the two-write path below uses (see the top of this file) */
+		dl_meta *dst = meta_in_map(env, (int)(txn->t_id & 1));
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		memcpy(dst, &m, offsetof(dl_meta, m_txnid));
+		__atomic_store_n(&dst->m_txnid, m.m_txnid, __ATOMIC_RELEASE);
+	} else if (dlmdb_meta_published(env)) {
 		/* readers follow the lock file's id (see the top of this file);
 		 * the fence orders the earlier publication (ours, or the last
 		 * writer's, seen through the writer lock) before the stores of
@@ -226,7 +246,18 @@ int dlmdb_meta_write(MDB_txn *txn)
 		return rc;
 	}
 	env->e_trust_meta = m;	/* our commit is the newest: keep trusting our pages */
-	if (!(env->e_flags & (MDB_NOSYNC | MDB_NOMETASYNC)) && fdatasync(env->e_fd))
+	if (env->e_flags & (MDB_NOSYNC | MDB_NOMETASYNC))
+		return 0;
+	if (env->e_flags & MDB_WRITEMAP) {
+		/* flush the meta's page (MAPASYNC: only start its writeback,
+		 * like the data pages in txn.c's data_sync) */
+		size_t os = (size_t)sysconf(_SC_PAGESIZE);
+		size_t off = (size_t)base - DL_PAGEHDR;
+		size_t start = off - off % os;
+		int how = (env->e_flags & MDB_MAPASYNC) ? MS_ASYNC : MS_SYNC;
+		return msync(env->e_map + start, off + env->e_psize - start, how) ? errno : 0;
+	}
+	if (fdatasync(env->e_fd))
 		return errno;
 	return 0;
 }

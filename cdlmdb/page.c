@@ -123,16 +123,16 @@ unsigned dlmdb_pg_used(const dl_page *p)
  * this env handle wrote itself holds an image it built, so as long as no
  * other writer (another process or handle) has committed since, the map
  * still shows that image and the walk would only re-prove our own work.
- * A direct-mapped table remembers the numbers of pages we wrote, each entry
+ * The same holds for a committed page the walk has passed once: its image
+ * stays until the page is freed and written again.
+ * A direct-mapped table remembers the numbers of pages we wrote or walked, each entry
  * tagged with the table's epoch; every commit by someone else (detected at
  * write txn start by comparing the newest meta with the one we wrote last)
  * and any failed page write start a new epoch, which forgets them all.
- * The cheap header check runs on every page anyway, so even a page that
- * changed under us cannot send the copy in dlmdb_page_touch outside it.
+ * The cheap header check runs on every page anyway (dlmdb_page_validate
+ * in internal.h), so even a page that changed under us cannot send the
+ * copy in dlmdb_page_touch outside it.
  */
-#define DL_TRUST_SLOTS 16384u	/* 128 KiB, allocated at the first commit */
-#define DL_TRUST_PGBITS 48	/* entry: page number | epoch << 48 */
-#define DL_TRUST_PGMASK ((1ull << DL_TRUST_PGBITS) - 1)
 
 void dlmdb_trust_reset(MDB_env *env)
 {
@@ -164,29 +164,41 @@ void dlmdb_trust_note(MDB_env *env, dl_page *const *list, size_t n)
 	uint64_t tag = env->e_trust_epoch << DL_TRUST_PGBITS;
 	for (size_t i = 0; i < n; i++) {
 		pgno_t pg = list[i]->p_pgno;
-		/* overflow pages are never validated, so never looked up */
-		if (!(list[i]->p_flags & DL_P_OVERFLOW) && pg <= DL_TRUST_PGMASK)
+		if (list[i]->p_flags & DL_P_OVERFLOW) {
+			/* an overflow run is never a tree page: forget any trust
+			 * its pages had from an earlier life as tree pages, so a
+			 * damaged branch pointing at one still gets the walk */
+			for (pgno_t k = 0; k < dl_pg_ovcount(list[i]); k++)
+				env->e_trusted[(pg + k) & (DL_TRUST_SLOTS - 1)] = 0;
+		} else if (pg <= DL_TRUST_PGMASK) {
 			env->e_trusted[pg & (DL_TRUST_SLOTS - 1)] = pg | tag;
+		}
 	}
 }
 
-static int page_trusted(const MDB_env *env, const dl_page *p)
+/* The trust table entry for p, or NULL when p is not a page of the map
+ * (a txn's own copy) or there is no table yet; *tag is the entry's value
+ * when p is trusted. */
+static pgno_t *trust_slot(const MDB_env *env, const dl_page *p, pgno_t *tag)
 {
 	if (!env->e_trusted)
-		return 0;
+		return NULL;
 	size_t off = (size_t)((const char *)p - env->e_map);
 	if (off >= env->e_mapsize)
-		return 0;	/* not a map page (a txn's copy): walk it */
+		return NULL;
 	pgno_t pg = off >> __builtin_ctz(env->e_psize);	/* psize: a power of two */
-	return env->e_trusted[pg & (DL_TRUST_SLOTS - 1)] ==
-		(pg | env->e_trust_epoch << DL_TRUST_PGBITS);
+	if (pg > DL_TRUST_PGMASK)
+		return NULL;
+	*tag = pg | env->e_trust_epoch << DL_TRUST_PGBITS;
+	return &env->e_trusted[pg & (DL_TRUST_SLOTS - 1)];
 }
 
 /*
  * Structural check of a committed page before we modify a copy of it:
  * a damaged file then yields MDB_CORRUPTED instead of a wild write.
+ * (dlmdb_page_validate in internal.h has already let trusted pages pass.)
  */
-int dlmdb_page_validate(const MDB_env *env, const dl_page *p)
+int dlmdb_page_validate_walk(MDB_env *env, const dl_page *p)
 {
 	unsigned psize = env->e_psize;
 	if (!(p->p_flags & (DL_P_LEAF | DL_P_BRANCH)) || (p->p_flags & (DL_P_OVERFLOW | DL_P_META)))
@@ -199,7 +211,8 @@ int dlmdb_page_validate(const MDB_env *env, const dl_page *p)
 			return MDB_CORRUPTED;
 		return 0;
 	}
-	if (page_trusted(env, p))
+	pgno_t tag = 0, *slot = trust_slot(env, p, &tag);
+	if (slot && *slot == tag)
 		return 0;
 	/* every node: an even offset inside the node area, its header, key
 	 * and (leaf) inline data or (branch) counts inside the page; the
@@ -235,5 +248,12 @@ int dlmdb_page_validate(const MDB_env *env, const dl_page *p)
 	}
 	if (total > psize - p->p_upper)
 		return MDB_CORRUPTED;
+	/* the walk passed: remember it like a page we wrote.  A committed page
+	 * keeps its image until it is freed and written again, and every way
+	 * that can happen is covered by the rules above (our own write notes
+	 * the new image, anyone else's commit or a failed write starts a new
+	 * epoch).  Only write txns validate, so one thread at a time is here. */
+	if (slot)
+		*slot = tag;
 	return 0;
 }

@@ -5,7 +5,9 @@
  * Readers publish their snapshot id in a reader slot before trusting the
  * meta they read, then re-check that meta; writers hold the writer mutex.
  * A write transaction's changes live in malloc'd page copies (t_dirty); a
- * commit writes them with pwrite, syncs, then writes the meta page.  A
+ * commit writes them with pwrite, syncs, then writes the meta page.  Under
+ * MDB_WRITEMAP the top-level writer edits free pages of the shared map in
+ * place instead (freelist.c), and the commit only flushes them.  A
  * nested transaction has its own dirty map and copies of the parent's free
  * lists and DB records; commit folds them into the parent, abort drops them.
  */
@@ -555,6 +557,12 @@ static void txn_end(MDB_txn *txn, int committed)
 	}
 	if (txn->t_parent && !committed)
 		cursors_restore(txn);
+	/* an aborted WRITEMAP txn leaves its page images in free pages of the
+	 * map: no snapshot reaches them, but the trusted-page table (page.c)
+	 * may still name some of those numbers from an earlier commit, and
+	 * only images of committed txns may be trusted */
+	if (!committed && (env->e_flags & MDB_WRITEMAP) && txn->t_fl_gen)
+		dlmdb_trust_reset(env);
 	txn_release(txn);
 	if (txn->t_parent) {
 		txn->t_parent->t_child = NULL;
@@ -612,8 +620,9 @@ static int child_merge(MDB_txn *txn)
 	 *    runs are dead as well (those pages were free to the child);
 	 * 3. the child's pages replace the parent's under the same numbers.
 	 */
+	MDB_env *env = txn->t_env;
 	for (size_t i = 0; i < txn->t_dropped.l_n; i++)
-		free(dlmdb_dirty_remove(&p->t_dirty, txn->t_dropped.l_v[i]));
+		dl_buf_release(env, dlmdb_dirty_remove(&p->t_dirty, txn->t_dropped.l_v[i]));
 	for (size_t i = 0; p->t_parent && i < txn->t_dropped.l_n; i++)
 		if ((rc = dlmdb_pgl_push(&p->t_dropped, txn->t_dropped.l_v[i])))
 			goto broken;
@@ -623,7 +632,7 @@ static int child_merge(MDB_txn *txn)
 			continue;
 		uint32_t cnt = dl_pg_ovcount(d->d_pages[i]);
 		for (uint32_t j = 1; j < cnt; j++)
-			free(dlmdb_dirty_remove(&p->t_dirty, k + j));
+			dl_buf_release(env, dlmdb_dirty_remove(&p->t_dirty, k + j));
 	}
 	for (size_t i = 0; i < d->d_cap; i++) {
 		pgno_t k = d->d_keys[i];
@@ -632,7 +641,8 @@ static int child_merge(MDB_txn *txn)
 		dl_page *old = dlmdb_dirty_find(&p->t_dirty, k);
 		if ((rc = dlmdb_dirty_put(&p->t_dirty, k, d->d_pages[i])))
 			goto broken;
-		free(old);
+		if (old != d->d_pages[i])
+			dl_buf_release(env, old);
 		d->d_keys[i] = ~(pgno_t)0 - 1; /* now owned by the parent */
 	}
 	dl_pgl tmp;
@@ -680,17 +690,64 @@ static int pg_order(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Write all dirty pages, in page order, coalescing neighbours. */
-static int write_pages(MDB_txn *txn)
+/*
+ * WRITEMAP: the dirty pages that already are the map pages of their own
+ * numbers need no write, they are in the page cache; drop them from the
+ * list (the trusted-page note covers them) and widen [*lo, *hi), the page
+ * span the commit must flush.  Returns how many pages remain to write
+ * (none, unless some path built a heap copy).
+ */
+static size_t writemap_skip(MDB_env *env, dl_page **list, size_t n, pgno_t *lo, pgno_t *hi)
+{
+	size_t keep = 0, psize = env->e_psize;
+	/* all of them: a failed write of a remaining one resets the table */
+	dlmdb_trust_note(env, list, n);
+	for (size_t j = 0; j < n; j++) {
+		dl_page *p = list[j];
+		pgno_t end = p->p_pgno + ((p->p_flags & DL_P_OVERFLOW) ? dl_pg_ovcount(p) : 1);
+		if (p->p_pgno < *lo)
+			*lo = p->p_pgno;
+		if (end > *hi)
+			*hi = end;
+		if ((char *)p != env->e_map + (size_t)p->p_pgno * psize) {
+			list[keep++] = p;
+			continue;
+		}
+		p->p_flags &= ~DL_P_DIRTY;
+	}
+	return keep;
+}
+
+/* WRITEMAP: the pages of list l end this commit free, but this txn may have
+ * rebuilt them in place (then freed them again): whatever the trusted-page
+ * table says about their numbers is void. */
+static void writemap_untrust(MDB_env *env, const dl_pgl *l)
+{
+	if (!env->e_trusted)
+		return;
+	for (size_t i = 0; i < l->l_n; i++) {
+		pgno_t pg = l->l_v[i], *slot = &env->e_trusted[pg & (DL_TRUST_SLOTS - 1)];
+		if ((*slot & DL_TRUST_PGMASK) == pg)
+			*slot = 0;
+	}
+}
+
+/* Write all dirty pages, in page order, coalescing neighbours.  [*lo, *hi)
+ * gets the span of page numbers a WRITEMAP commit changed in the map. */
+static int write_pages(MDB_txn *txn, pgno_t *lo, pgno_t *hi)
 {
 	MDB_env *env = txn->t_env;
 	dl_dirty *d = &txn->t_dirty;
 	size_t psize = env->e_psize;
+	if (env->e_flags & MDB_WRITEMAP) {
+		writemap_untrust(env, &txn->t_loose);
+		writemap_untrust(env, &txn->t_reclaimed);
+	}
 	/* pages that ended up free need not (and must not) be written */
 	for (size_t i = 0; i < txn->t_loose.l_n; i++)
-		free(dlmdb_dirty_remove(d, txn->t_loose.l_v[i]));
+		dl_buf_release(env, dlmdb_dirty_remove(d, txn->t_loose.l_v[i]));
 	for (size_t i = 0; i < txn->t_reclaimed.l_n; i++)
-		free(dlmdb_dirty_remove(d, txn->t_reclaimed.l_v[i]));
+		dl_buf_release(env, dlmdb_dirty_remove(d, txn->t_reclaimed.l_v[i]));
 	size_t n = 0;
 	dl_page *few[32];	/* short txns: no allocation for the order */
 	dl_page **list = d->d_n < 32 ? few : malloc((d->d_n + 1) * sizeof(dl_page *));
@@ -703,6 +760,8 @@ static int write_pages(MDB_txn *txn)
 		d->d_pages[i]->p_pgno = k;
 		list[n++] = d->d_pages[i];
 	}
+	if (env->e_flags & MDB_WRITEMAP)
+		n = writemap_skip(env, list, n, lo, hi);
 	if (n > 24) {
 		qsort(list, n, sizeof *list, pg_order);
 	} else {
@@ -800,6 +859,32 @@ static int write_pages(MDB_txn *txn)
 	return rc;
 }
 
+/*
+ * Make the data pages durable before the meta that names them is written.
+ * Without WRITEMAP they went out by pwrite: fdatasync.  With WRITEMAP they
+ * were changed through the shared map, pages [lo, hi): msync of that span,
+ * MS_SYNC (MS_ASYNC under MAPASYNC, which only asks for the writeback to
+ * start, as LMDB does).  On Linux fdatasync would also write pages dirtied
+ * through a MAP_SHARED map, and an MS_SYNC msync of a file mapping is a
+ * datasync of just that file range; msync is the call POSIX defines for a
+ * shared mapping, and it limits the work to the span the txn touched.
+ * NOSYNC: nothing.
+ */
+static int data_sync(MDB_env *env, pgno_t lo, pgno_t hi)
+{
+	if (env->e_flags & MDB_NOSYNC)
+		return 0;
+	if (!(env->e_flags & MDB_WRITEMAP))
+		return fdatasync(env->e_fd) ? errno : 0;
+	if (lo >= hi)
+		return 0;
+	size_t os = (size_t)sysconf(_SC_PAGESIZE);
+	size_t start = (size_t)lo * env->e_psize, end = (size_t)hi * env->e_psize;
+	start -= start % os;	/* msync wants an address on an OS page boundary */
+	int how = (env->e_flags & MDB_MAPASYNC) ? MS_ASYNC : MS_SYNC;
+	return msync(env->e_map + start, end - start, how) ? errno : 0;
+}
+
 int mdb_txn_commit(MDB_txn *txn)
 {
 	if (!txn)
@@ -840,12 +925,11 @@ int mdb_txn_commit(MDB_txn *txn)
 		goto fail;
 	if ((rc = dlmdb_freelist_save(txn)))
 		goto fail;
-	if ((rc = write_pages(txn)))
+	pgno_t lo = DL_NO_PAGE, hi = 0;
+	if ((rc = write_pages(txn, &lo, &hi)))
 		goto fail;
-	if (!(env->e_flags & MDB_NOSYNC) && fdatasync(env->e_fd)) {
-		rc = errno;
+	if ((rc = data_sync(env, lo, hi)))
 		goto fail;
-	}
 	if ((rc = dlmdb_meta_write(txn)))
 		goto fail;
 	/* publish the commit: readers choose the meta by this id (meta.c) */
