@@ -289,7 +289,7 @@ static int put_record(MDB_txn *txn, txnid_t id, const dl_pgl *l, size_t *slots, 
  * empty: 64 times a power of two) says the list still is in one. */
 static void work_list_borrow(MDB_env *env, dl_pgl *l)
 {
-	void *b = dlmdb_spare_take(env);
+	void *b = dlmdb_spare_take_or_new(env);
 	if (b) {
 		l->l_v = b;
 		l->l_cap = env->e_psize / sizeof(pgno_t) - 1;
@@ -349,7 +349,7 @@ int dlmdb_freelist_save(MDB_txn *txn)
 	work_list_borrow(txn->t_env, &flist);
 	work_list_borrow(txn->t_env, &rlist);
 	/* the record buffer too: build_record writes every byte it reserves */
-	if ((buf = dlmdb_spare_take(txn->t_env)))
+	if ((buf = dlmdb_spare_take_or_new(txn->t_env)))
 		cap = txn->t_env->e_psize;
 
 	/* records consumed into t_reclaimed go away: reclaim_next takes them

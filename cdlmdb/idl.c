@@ -251,6 +251,17 @@ void *dlmdb_spare_take(MDB_env *env)
 	return b;
 }
 
+/* A spare buffer, or a new cleared one when there is none (it joins the
+ * spares when given back, every byte written).  Under WRITEMAP the dirty
+ * pages live in the map and never refill the spares, so the buffers the
+ * write path borrows (page-number lists, the node blob) are the only ones
+ * that circulate. */
+void *dlmdb_spare_take_or_new(MDB_env *env)
+{
+	void *b = dlmdb_spare_take(env);
+	return b ? b : calloc(1, env->e_psize);
+}
+
 /*
  * Hand a page-sized buffer back to the env (caller holds the writer lock).
  * Only buffers whose every byte was written are accepted: page images of

@@ -162,6 +162,7 @@ DL_HIDDEN void dlmdb_dirty_free(dl_dirty *d, int free_pages);
 DL_HIDDEN void dlmdb_dirty_release(dl_dirty *d, MDB_env *env);
 DL_HIDDEN void dlmdb_dirty_adopt(dl_dirty *d, MDB_env *env);
 DL_HIDDEN void *dlmdb_spare_take(MDB_env *env);
+DL_HIDDEN void *dlmdb_spare_take_or_new(MDB_env *env);
 /* return a page-sized buffer to the env's spares (writer lock held) */
 DL_HIDDEN void dlmdb_spare_give(MDB_env *env, void *b);
 DL_HIDDEN void dlmdb_spare_drop_all(MDB_env *env);

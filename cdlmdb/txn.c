@@ -274,7 +274,7 @@ static void lists_borrow(MDB_txn *txn)
 	MDB_env *env = txn->t_env;
 	dl_pgl *ls[2] = {&txn->t_freed, &txn->t_reclaimed};
 	for (int i = 0; i < 2; i++) {
-		void *b = dlmdb_spare_take(env);
+		void *b = dlmdb_spare_take_or_new(env);
 		if (!b)
 			return;
 		ls[i]->l_v = b;
@@ -320,8 +320,8 @@ static int write_begin(MDB_txn *txn)
 	txn->t_id++;
 	/* the blob buffer must hold initialised bytes only (it goes back to the
 	 * spares at the end): a spare page, else a cleared one */
-	char *blob = dlmdb_spare_take(env);
-	if (!blob && !(blob = calloc(1, env->e_psize))) {
+	char *blob = dlmdb_spare_take_or_new(env);
+	if (!blob) {
 		dlmdb_wunlock(env);
 		return ENOMEM;
 	}
