@@ -53,6 +53,7 @@ typedef uint16_t indx_t;
 #define DL_MAIN_DBI 1
 #define DL_CORE_DBS 2
 #define DL_MAX_DEPTH 32
+#define DL_NSCRATCH 4	/* MDB_txn.t_scratch */
 #define DL_DEFAULT_MAPSIZE 1048576u
 #define DL_DEFAULT_READERS 126u
 #define DL_FILL_MIN(psize) ((psize) / 4u) /* merge pages below 25% use */
@@ -266,7 +267,10 @@ struct MDB_txn {
 	txnid_t t_last_reclaimed;	/* highest free DB key consumed */
 	uint64_t t_nreclaimed;		/* free DB records consumed (the first ones) */
 	uint64_t t_fl_gen;	/* changes to the free lists (save fixpoint) */
-	char *t_scratch[DL_MAX_DEPTH]; /* page-sized buffers for split */
+	/* page-sized work buffers, made on first use: 0 split (page snapshot,
+	 * LEAF2 keys), 1 node blob of an insert, 2 aligned copy of a sub-page
+	 * (DUPSORT reads), 3 rebuilt sub-page (DUPSORT writes) */
+	char *t_scratch[DL_NSCRATCH];
 	MDB_val *t_vals;	/* value list for rebuilding a sub-page (DUPSORT) */
 	struct dl_curbak *t_curbak;	/* child txn: enclosing txns' cursor states at begin */
 	size_t t_ncurbak;

@@ -420,11 +420,11 @@ static int child_begin(MDB_txn *txn, MDB_txn *parent)
  * compare of the whole pointer array before the per-slot loop. */
 static void scratch_free(MDB_txn *txn)
 {
-	static const char *const none[DL_MAX_DEPTH];
+	static const char *const none[DL_NSCRATCH];
 	_Static_assert(sizeof none == sizeof txn->t_scratch, "scratch slot array");
 	if (!memcmp(txn->t_scratch, none, sizeof none))
 		return;
-	for (int i = 0; i < DL_MAX_DEPTH; i++) {
+	for (int i = 0; i < DL_NSCRATCH; i++) {
 		if (!txn->t_scratch[i])
 			continue;
 		free(txn->t_scratch[i]);
