@@ -328,6 +328,7 @@ struct MDB_env {
 	unsigned e_psize;
 	size_t e_mapsize;
 	pgno_t e_maxpg;
+	size_t e_fpages;	/* pages the data file was last seen to hold (txn.c) */
 	char *e_map;
 	dl_lockhdr *e_lck;
 	size_t e_lcksize;

@@ -12,7 +12,30 @@
  * lists and DB records; commit folds them into the parent, abort drops them.
  */
 #include "internal.h"
+#include <sys/stat.h>
 #include <sys/uio.h>
+
+/*
+ * Does the data file hold pages [0, end)?  The map usually runs past the
+ * end of the file, and a page there is not just empty: touching it kills
+ * the process with SIGBUS.  Every page a committed tree refers to was
+ * written, so only a damaged file can point past the end (or at a page
+ * number below last_pg that was freed before it was ever written).  The
+ * file never shrinks, so the size last seen is a floor; it is refreshed
+ * only when a page beyond it is wanted.
+ */
+static int file_holds(MDB_env *env, pgno_t end)
+{
+	struct stat st;
+	if (fstat(env->e_fd, &st))
+		return 0;
+	size_t pages = (size_t)st.st_size / env->e_psize;
+	size_t seen = __atomic_load_n(&env->e_fpages, __ATOMIC_RELAXED);
+	while (pages > seen && !__atomic_compare_exchange_n(&env->e_fpages, &seen, pages, 0,
+		__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	return end <= pages;
+}
 
 int dlmdb_page_get(MDB_txn *txn, pgno_t pg, dl_page **out)
 {
@@ -29,7 +52,11 @@ int dlmdb_page_get(MDB_txn *txn, pgno_t pg, dl_page **out)
 			}
 		}
 	}
-	*out = (dl_page *)(txn->t_env->e_map + (size_t)pg * txn->t_env->e_psize);
+	MDB_env *env = txn->t_env;
+	if (DL_UNLIKELY(pg >= __atomic_load_n(&env->e_fpages, __ATOMIC_RELAXED)) &&
+	    !file_holds(env, pg + 1))
+		return MDB_PAGE_NOTFOUND;	/* as for a number past the snapshot */
+	*out = (dl_page *)(env->e_map + (size_t)pg * env->e_psize);
 	return 0;
 }
 
