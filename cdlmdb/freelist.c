@@ -57,21 +57,33 @@ static int reclaim_next(MDB_txn *txn)
 	if (d.mv_size < sizeof cnt)
 		return MDB_CORRUPTED;
 	memcpy(&cnt, d.mv_data, sizeof cnt);
-	if ((cnt + 1) * sizeof(pgno_t) > d.mv_size)
-		return MDB_CORRUPTED;
-	size_t base = txn->t_reclaimed.l_n;
+	if (cnt > (d.mv_size - sizeof cnt) / sizeof(pgno_t))
+		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
+	/* A damaged record must not hand out a page twice or one this txn
+	 * already uses: the second allocation would take over a buffer that
+	 * is still in the tree.  So each page is checked as it is read (the
+	 * record is strictly descending, and no page of a committed record can
+	 * be dirty in this txn family), and after the merge for a page that
+	 * came in through two records.  (A page that is live in the committed
+	 * tree cannot be told apart here; the checker finds that.) */
+	pgno_t prev = 0;
 	/* last to first: the record is descending, so the appended run is
 	 * ascending and the sort below finds it (nearly) in order */
 	for (uint64_t i = cnt; i > 0; i--) {
 		pgno_t pg;
 		memcpy(&pg, (char *)d.mv_data + i * sizeof(pgno_t), sizeof pg);
-		if (pg < DL_NMETAS || pg >= txn->t_next_pg)
-			return MDB_CORRUPTED;
+		if (pg < DL_NMETAS || pg >= txn->t_next_pg || (i < cnt && pg <= prev) ||
+		    dlmdb_page_is_dirty(txn, pg))
+			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
+		prev = pg;
 		if ((rc = dlmdb_pgl_push(&txn->t_reclaimed, pg)))
 			return rc;
 	}
-	(void)base;
-	dlmdb_pgl_sort(&txn->t_reclaimed);
+	dl_pgl *r = &txn->t_reclaimed;
+	dlmdb_pgl_sort(r);
+	for (size_t j = 1; j < r->l_n; j++)
+		if (r->l_v[j] == r->l_v[j - 1])
+			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 	txn->t_last_reclaimed = id;
 	txn->t_nreclaimed++;
 	return 0;

@@ -207,7 +207,7 @@ int dlmdb_page_validate_walk(MDB_env *env, const dl_page *p)
 		return MDB_CORRUPTED;
 	unsigned n = dl_pg_nkeys(p);
 	if (dl_pg_is_leaf2(p)) {
-		if (!p->p_pad || DL_PAGEHDR + (size_t)n * p->p_pad > psize)
+		if (!p->p_pad || p->p_pad > DL_MAXKEY || DL_PAGEHDR + (size_t)n * p->p_pad > psize)
 			return MDB_CORRUPTED;
 		return 0;
 	}
@@ -227,6 +227,8 @@ int dlmdb_page_validate_walk(MDB_env *env, const dl_page *p)
 			if (off < upper || (off & 1) || off + DL_NODEHDR > psize)
 				return MDB_CORRUPTED;
 			const dl_node *nd = (const dl_node *)((const char *)p + off);
+			if (nd->n_ksize > DL_MAXKEY)	/* keys get copied into buffers of that size */
+				return MDB_CORRUPTED;
 			size_t sz = DL_NODEHDR + nd->n_ksize +
 				((nd->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(nd));
 			if (off + sz > psize)
@@ -240,6 +242,8 @@ int dlmdb_page_validate_walk(MDB_env *env, const dl_page *p)
 			if (off < upper || (off & 1) || off + DL_NODEHDR > psize)
 				return MDB_CORRUPTED;
 			const dl_node *nd = (const dl_node *)((const char *)p + off);
+			if (nd->n_ksize > DL_MAXKEY)
+				return MDB_CORRUPTED;
 			size_t sz = cb + nd->n_ksize;
 			if (off + sz > psize)
 				return MDB_CORRUPTED;
