@@ -255,6 +255,12 @@ static int walk(struct audit *a, pgno_t pg, unsigned depth, const MDB_val *lo, c
 				plo = &clo;
 			}
 			if (i + 1 < n) {
+				/* the next separator bounds this child: check that
+				 * node before its key is read (its turn comes later) */
+				if (!dl_node_in_page(p, i + 1, env->e_psize) ||
+				    dl_pg_node(p, i + 1)->n_ksize > DL_MAXKEY)
+					return fail(a, "page %" PRIu64 " slot %u offset %u invalid", pg, i + 1,
+						dl_pg_slot(p, i + 1));
 				dl_node *nx = dl_pg_node(p, i + 1);
 				chi.mv_size = nx->n_ksize;
 				chi.mv_data = dl_node_key(nx);
@@ -353,6 +359,44 @@ static int mark_free(struct audit *a, pgno_t pg, const char *from)
 	return 0;
 }
 
+/*
+ * Pages past the end of the data file cannot be read, so every one of them
+ * must be free.  A damaged meta may claim billions of pages: before the
+ * per-page state array is sized by the snapshot, compare the pages the
+ * file lacks with the number of page numbers the free lists hold at most.
+ * Returns 0 when that is possible, else MDB_CORRUPTED (message set).
+ * Read txns only: a write txn's new pages reach the file at its commit.
+ */
+static int audit_file_end(struct audit *a)
+{
+	MDB_txn *txn = a->txn;
+	MDB_env *env = a->env;
+	struct stat st;
+	if (!(txn->t_flags & DL_T_RDONLY) || env->e_fd < 0 || fstat(env->e_fd, &st))
+		return 0;	/* nothing to compare with: the walk decides */
+	uint64_t have = (uint64_t)st.st_size / env->e_psize;
+	if (txn->t_next_pg <= have)
+		return 0;
+	uint64_t missing = txn->t_next_pg - have, listed = 0;
+	MDB_cursor mc;
+	MDB_val k, d;
+	dlmdb_cursor_setup(&mc, txn, DL_FREE_DBI);
+	int rc;
+	for (rc = mdb_cursor_get(&mc, &k, &d, MDB_FIRST); rc == 0 && listed < missing;
+	     rc = mdb_cursor_get(&mc, &k, &d, MDB_NEXT)) {
+		uint64_t cnt;
+		if (d.mv_size < 8)
+			break;	/* audit_free reports it */
+		memcpy(&cnt, d.mv_data, 8);
+		listed += cnt < (d.mv_size - 8) / 8 ? cnt : (d.mv_size - 8) / 8;
+	}
+	if (listed >= missing)
+		return 0;
+	a->dbname = "meta";
+	return fail(a, "the snapshot ends at page %" PRIu64 " but the file holds %" PRIu64
+		" pages and the free lists at most %" PRIu64 " more", txn->t_next_pg - 1, have, listed);
+}
+
 /* The free DB's records, then (write txns) the pending lists. */
 static int audit_free(struct audit *a)
 {
@@ -374,7 +418,8 @@ static int audit_free(struct audit *a)
 		if ((rc = dlmdb_node_value(txn, nd, &d)))
 			return fail(a, "record %" PRIu64 ": %s", id, mdb_strerror(rc));
 		uint64_t cnt;
-		if (d.mv_size < 8 || (memcpy(&cnt, d.mv_data, 8), (cnt + 1) * 8 > d.mv_size))
+		/* (cnt + 1) * 8 would wrap for a huge damaged count */
+		if (d.mv_size < 8 || (memcpy(&cnt, d.mv_data, 8), cnt > (d.mv_size - 8) / 8))
 			return fail(a, "record %" PRIu64 " has bad size %zu", id, d.mv_size);
 		if (write && id <= txn->t_last_reclaimed)
 			continue;
@@ -493,6 +538,8 @@ int mdb_txn_check(MDB_txn *txn, char *msg, size_t msglen)
 	a.msg = msg;
 	a.msglen = msglen;
 	a.npages = txn->t_next_pg;
+	if ((rc = audit_file_end(&a)))
+		return rc;
 	a.state = calloc(a.npages ? a.npages : 1, 1);
 	a.subbuf = malloc(a.env->e_psize);
 	if (!a.state || !a.subbuf) {

@@ -125,7 +125,33 @@ struct compactor {
 	struct outstream *out;
 	pgno_t next;	/* next page number in the copy */
 	size_t psize;
+	pgno_t visits;	/* pages read so far: more than the snapshot holds means a
+			 * damaged tree reaches some page twice (stop: a cycle of
+			 * branches could otherwise take exponential time) */
 };
+
+/* A tree page as the walk below reads it: the header, and every node
+ * with what the walk follows (a branch's child, a big value's page
+ * number, a sub-tree record) inside the page. */
+static int copy_page_ok(const dl_page *p, size_t psize)
+{
+	if (!(p->p_flags & (DL_P_BRANCH | DL_P_LEAF)) || (p->p_flags & (DL_P_OVERFLOW | DL_P_META)) ||
+	    p->p_lower < DL_PAGEHDR || p->p_lower > p->p_upper || p->p_upper > psize)
+		return 0;
+	unsigned n = dl_pg_nkeys(p);
+	if (dl_pg_is_leaf2(p))
+		return dl_pg_is_leaf(p) && p->p_pad && DL_PAGEHDR + (size_t)n * p->p_pad <= psize;
+	for (unsigned i = 0; i < n; i++) {
+		if (!dl_node_in_page(p, i, (unsigned)psize))
+			return 0;
+		const dl_node *nd = dl_pg_node(p, i);
+		size_t end = dl_pg_slot(p, i) + DL_NODEHDR + nd->n_ksize;
+		if (dl_pg_is_leaf(p) && end + ((nd->n_flags & DL_N_BIG) ? sizeof(pgno_t) :
+		    dl_node_dsize(nd)) > psize)
+			return 0;
+	}
+	return 1;
+}
 
 static int copy_tree(struct compactor *cp, pgno_t pg, int is_main, unsigned depth, pgno_t *out);
 
@@ -138,8 +164,12 @@ static int copy_overflow(struct compactor *cp, pgno_t pg, pgno_t *out)
 	if (!(ov->p_flags & DL_P_OVERFLOW))
 		return MDB_CORRUPTED;
 	uint32_t n = dl_pg_ovcount(ov);
-	if (n == 0 || pg + n > cp->txn->t_next_pg)
+	if (n == 0 || pg + n > cp->txn->t_next_pg || (cp->visits += n) > cp->txn->t_next_pg)
 		return MDB_CORRUPTED;
+	/* the whole run is read from the map: its last page must exist */
+	dl_page *tail;
+	if (n > 1 && (rc = dlmdb_page_get(cp->txn, pg + n - 1, &tail)))
+		return rc;
 	pgno_t np = cp->next;
 	cp->next += n;
 	*out = np;
@@ -157,10 +187,12 @@ static int copy_tree(struct compactor *cp, pgno_t pg, int is_main, unsigned dept
 {
 	dl_page *src;
 	int rc;
-	if (depth > DL_MAX_DEPTH * 2)
+	if (depth > DL_MAX_DEPTH * 2 || ++cp->visits > cp->txn->t_next_pg)
 		return MDB_CORRUPTED;
 	if ((rc = dlmdb_page_get(cp->txn, pg, &src)))
 		return rc;
+	if (!copy_page_ok(src, cp->psize))
+		return MDB_CORRUPTED;
 	/* the sizing pass only reads; the emitting pass patches a private copy */
 	dl_page *p = src;
 	if (cp->out) {
@@ -250,6 +282,24 @@ int mdb_env_copyfd2(MDB_env *env, mdb_filehandle_t fd, unsigned int flags)
 		rc = write_metas(txn, &o, &txn->t_dbs[DL_FREE_DBI], &txn->t_dbs[DL_MAIN_DBI],
 			txn->t_next_pg - 1);
 		size_t len = (size_t)(txn->t_next_pg - DL_NMETAS) * ps;
+		/* The file may end before the snapshot's last page: pages a
+		 * commit freed before they were ever written are not on disk
+		 * (and a damaged meta may claim any last page).  The map past
+		 * the end of the file is not readable (SIGBUS), so copy what
+		 * the file holds; the copy then ends early just as the source
+		 * does.  A file shorter than its tree pages is caught by the
+		 * readers of the copy, as of the source. */
+		struct stat st;
+		if (!rc && env->e_fd >= 0) {
+			if (fstat(env->e_fd, &st))
+				rc = errno;
+			else if ((uint64_t)st.st_size < (uint64_t)DL_NMETAS * ps)
+				len = 0;
+			else if ((uint64_t)st.st_size - (uint64_t)DL_NMETAS * ps < len)
+				len = (size_t)((uint64_t)st.st_size - (uint64_t)DL_NMETAS * ps) / ps * ps;
+		}
+		if (!rc && len > env->e_mapsize - DL_NMETAS * ps)
+			rc = MDB_CORRUPTED;	/* last page past the map */
 		if (!rc && len)
 			rc = out_put(&o, env->e_map + DL_NMETAS * ps, len);
 	}

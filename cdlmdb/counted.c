@@ -147,7 +147,8 @@ static int cq_page_ok(const MDB_cursor *mc, const dl_page *p)
 			(p->p_flags & (DL_P_COUNTED | DL_P_KEYCOUNT)) == want;
 	}
 	if (dl_pg_is_leaf2(p))
-		return p->p_pad && DL_PAGEHDR + (size_t)n * p->p_pad <= mc->c_bound;
+		return p->p_pad && p->p_pad <= DL_MAXKEY && DL_PAGEHDR + (size_t)n * p->p_pad <= mc->c_bound &&
+			mc->c_owner && (mc->c_db->d_flags & MDB_DUPFIXED);
 	return 1;
 }
 
@@ -638,8 +639,9 @@ static int cq_dup_aim(MDB_cursor *mc, uint64_t w, MDB_val *data)
 		xc->c_flags = 0;
 		if (w)
 			return cq_corrupt(txn);
-		if (data && (rc = dlmdb_node_value(txn, n, data)))
-			return DL_TXN_FAIL(txn, rc);
+		/* (the fetch checks that the value lies inside the page) */
+		if (data && (rc = dlmdb_cur_fetch(mc, NULL, data)))
+			return DL_TXN_FAIL(txn, rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc);
 		return 0;
 	}
 	int keep = (n->n_flags & DL_N_TREE) && (xc->c_flags & DL_C_INIT) && !xc->c_inline &&
@@ -749,10 +751,10 @@ static int cq_key_rank(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key, const MDB_
 	/* DUPSORT with a value: find it among the key's duplicates */
 	rc = dlmdb_dup_setup(mc);
 	if (rc == MDB_NOTFOUND) {
-		dl_node *n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
 		MDB_val v;
-		if ((rc = dlmdb_node_value(txn, n, &v)))
-			return DL_TXN_FAIL(txn, rc);
+		/* a single value, read with the checks of any fetch */
+		if ((rc = dlmdb_cur_fetch(mc, NULL, &v)))
+			return DL_TXN_FAIL(txn, rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc);
 		MDB_cmp_func *dcmp = mc->c_dbx->x_dcmp ? mc->c_dbx->x_dcmp : dlmdb_cmp_for(0);
 		if (dcmp(data, &v) != 0)
 			return MDB_NOTFOUND;

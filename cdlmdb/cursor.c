@@ -52,7 +52,20 @@ void dlmdb_cursor_save(MDB_cursor *mc)
 		mc->c_flags |= DL_C_PAST;
 	}
 	MDB_val k;
+	/* a damaged page (this cursor may stand on one no write has checked
+	 * yet) must not overrun c_saved: such a cursor cannot be re-seeked,
+	 * and the txn fails as for any corrupt page it meets */
+	if (!dl_pg_is_leaf2(p) && !dl_node_in_page(p, i, mc->c_bound)) {
+		mc->c_flags = 0;
+		mc->c_txn->t_flags |= DL_T_ERROR;
+		return;
+	}
 	dlmdb_node_keyval(p, i, &k);
+	if (k.mv_size > DL_MAXKEY) {
+		mc->c_flags = 0;
+		mc->c_txn->t_flags |= DL_T_ERROR;
+		return;
+	}
 	memcpy(mc->c_saved, k.mv_data, k.mv_size);
 	mc->c_savedlen = k.mv_size;
 	mc->c_flags |= DL_C_SAVED;
@@ -60,7 +73,8 @@ void dlmdb_cursor_save(MDB_cursor *mc)
 		MDB_cursor *xc = &mc->c_sub->x_c;
 		dl_node *n = dl_pg_is_leaf2(p) ? NULL : dl_pg_node(p, i);
 		if (n && !(mc->c_flags & (DL_C_PAST | DL_C_DEL)) && !(n->n_flags & (DL_N_DUP | DL_N_BIG)) &&
-		    dl_node_dsize(n) <= DL_MAXKEY) {
+		    dl_node_dsize(n) <= DL_MAXKEY &&
+		    dl_pg_slot(p, i) + DL_NODEHDR + n->n_ksize + dl_node_dsize(n) <= mc->c_bound) {
 			/* a single value: if the key gains duplicates meanwhile, LMDB
 			 * leaves the cursor on this (old) value */
 			memcpy(xc->c_saved, dl_node_data(n), dl_node_dsize(n));
@@ -92,10 +106,19 @@ int dlmdb_cur_step_leaf(MDB_cursor *mc, int dir)
 		int rc = dlmdb_page_get(mc->c_txn, dl_node_child(dl_pg_node(parent, mc->c_ki[lvl - 1])), &p);
 		if (rc)
 			return DL_TXN_FAIL(mc->c_txn, rc);
+		/* the checks dlmdb_search_root makes on the way down (a lower
+		 * below the header would make nkeys wrap to ~2^31; a LEAF2
+		 * page's values must fit in it) */
+		if (p->p_lower < DL_PAGEHDR)
+			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 		unsigned n = dl_pg_nkeys(p);
 		if (n == 0 || !(p->p_flags & (DL_P_LEAF | DL_P_BRANCH)) || p->p_lower > p->p_upper ||
-		    p->p_upper > mc->c_txn->t_env->e_psize ||
+		    p->p_upper > mc->c_bound ||
 		    !(p->p_flags & (lvl == mc->c_top ? DL_P_LEAF : DL_P_BRANCH)))
+			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
+		if (dl_pg_is_leaf2(p) && (!p->p_pad || p->p_pad > DL_MAXKEY ||
+		    DL_PAGEHDR + (size_t)n * p->p_pad > mc->c_bound ||
+		    !mc->c_owner || !(mc->c_db->d_flags & MDB_DUPFIXED)))
 			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 		mc->c_pg[lvl] = p;
 		mc->c_ki[lvl] = (indx_t)(dir > 0 ? 0 : n - 1);
@@ -185,6 +208,9 @@ int dlmdb_cur_fetch(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 	if (i >= dl_pg_nkeys(p))
 		return MDB_NOTFOUND;
 	if (DL_UNLIKELY(dl_pg_is_leaf2(p))) {
+		/* values of DUPFIXED duplicates: a sub-cursor reads keys only */
+		if (data && !mc->c_owner)
+			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 		if (key)
 			dlmdb_node_keyval(p, i, key);
 		return 0;
@@ -197,7 +223,10 @@ int dlmdb_cur_fetch(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 	dl_node *n = (dl_node *)((char *)p + off);
 	int big = (n->n_flags & DL_N_BIG) != 0;
 	size_t dsize = dl_node_dsize(n);
-	if (DL_UNLIKELY(off + DL_NODEHDR + n->n_ksize + (big ? sizeof(pgno_t) : dsize) > bound))
+	/* no key is longer than DL_MAXKEY: callers copy keys into buffers
+	 * of that size (c_saved, the write paths' key buffers) */
+	if (DL_UNLIKELY(off + DL_NODEHDR + n->n_ksize + (big ? sizeof(pgno_t) : dsize) > bound ||
+	    n->n_ksize > DL_MAXKEY))
 		return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 	if (key) {
 		key->mv_size = n->n_ksize;
@@ -305,6 +334,9 @@ int dlmdb_seek_keeps_eof(MDB_cursor *mc, const MDB_val *key)
 		return 0;
 	if (n == 0)
 		return 1;
+	/* unchecked edge nodes: let the search meet (and report) the damage */
+	if (!dl_node_in_page(p, 0, mc->c_bound) || !dl_node_in_page(p, n - 1, mc->c_bound))
+		return 0;
 	MDB_val edge;
 	dlmdb_node_keyval(p, 0, &edge);
 	int c = mc->c_dbx->x_cmp(key, &edge);
@@ -587,6 +619,11 @@ int dlmdb_cursor_touch(MDB_cursor *mc)
 	MDB_txn *txn = mc->c_txn;
 	for (unsigned l = 0; l < mc->c_depth; l++) {
 		dl_page *np;
+		/* the copy is keyed by the page's own header: a damaged header
+		 * naming another page would make us edit (and free) that one */
+		if (!mc->c_inline && DL_UNLIKELY(mc->c_pg[l]->p_pgno != (l ? dl_node_child(dl_pg_node(
+		    mc->c_pg[l - 1], mc->c_ki[l - 1])) : mc->c_db->d_root)))
+			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 		int rc = dlmdb_page_touch(txn, mc->c_pg[l], &np);
 		if (rc)
 			return DL_TXN_FAIL(txn, rc);

@@ -110,9 +110,12 @@ static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
 	unsigned pi = mc->c_ki[level - 1];
 	int fromleft = pi > 0;
 	unsigned si = fromleft ? pi - 1 : pi + 1;
-	int rc = dlmdb_page_get(txn, dl_node_child(dl_pg_node(parent, si)), &sib);
+	pgno_t sibpg = dl_node_child(dl_pg_node(parent, si));
+	int rc = dlmdb_page_get(txn, sibpg, &sib);
 	if (rc)
 		return rc;
+	if (sib->p_pgno != sibpg)	/* a damaged header: the copy would be keyed wrongly */
+		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 	/* LEAF2 pages (DUPFIXED sub-trees) lend one fixed-size key the same way */
 	int fixed = dl_pg_is_leaf2(p);
 	if (!dl_pg_is_leaf(sib) || dl_pg_is_leaf2(sib) != fixed || (fixed && sib->p_pad != p->p_pad))
@@ -132,6 +135,8 @@ static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
 	unsigned char keybuf[DL_MAXKEY + 1];
 	MDB_val sep;
 	dlmdb_node_keyval(sib, fromleft ? from : 1, &sep);
+	if (sep.mv_size > DL_MAXKEY)	/* damaged node (validation bounds it by the page only) */
+		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 	memcpy(keybuf, sep.mv_data, sep.mv_size);
 	sep.mv_data = keybuf;
 	const dl_node *old = dl_pg_node(parent, sepidx);
@@ -270,8 +275,11 @@ static int rebalance(MDB_cursor *mc)
 			return 0;
 		unsigned si = pi > 0 ? pi - 1 : pi + 1;
 		dl_page *sib, *nsib;
-		if ((rc = dlmdb_page_get(txn, dl_node_child(dl_pg_node(parent, si)), &sib)))
+		pgno_t sibpg = dl_node_child(dl_pg_node(parent, si));
+		if ((rc = dlmdb_page_get(txn, sibpg, &sib)))
 			return rc;
+		if (sib->p_pgno != sibpg)	/* a damaged header: the copy would be keyed wrongly */
+			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 		if ((sib->p_flags & (DL_P_BRANCH | DL_P_LEAF)) != (p->p_flags & (DL_P_BRANCH | DL_P_LEAF)))
 			return MDB_CORRUPTED;
 		if ((rc = dlmdb_page_validate(txn->t_env, sib)))
@@ -294,6 +302,8 @@ static int rebalance(MDB_cursor *mc)
 		MDB_val sep = {0, sepkey};
 		if (branch) {
 			dl_node *sn = dl_pg_node(parent, ri);
+			if (sn->n_ksize > DL_MAXKEY)
+				return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 			sep.mv_size = sn->n_ksize;
 			memcpy(sepkey, dl_node_key(sn), sn->n_ksize);
 			dl_node *r0 = dl_pg_node(right, 0);
@@ -482,6 +492,8 @@ static int del_current(MDB_cursor *mc, int allow_tree, int reposition)
 		return MDB_NOTFOUND;
 	MDB_val curkey;
 	dlmdb_node_keyval(leaf, ki, &curkey);
+	if (curkey.mv_size > DL_MAXKEY)
+		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 	if (!dl_pg_is_leaf2(leaf) && (dl_pg_node(leaf, ki)->n_flags & DL_N_TREE) && !allow_tree)
 		return MDB_INCOMPATIBLE;
 	dlmdb_txn_changed(txn, mc);
@@ -493,8 +505,14 @@ static int del_current(MDB_cursor *mc, int allow_tree, int reposition)
 	MDB_val top = {0, topbuf};
 	if (!mc->c_owner && !(mc->c_db->d_flags & MDB_DUPSORT) && !dl_pg_is_leaf2(leaf)) {
 		MDB_val lo, hi;
+		/* the leaf is checked as a whole only when it is copied, below */
+		if (!dl_node_in_page(leaf, 0, mc->c_bound) ||
+		    !dl_node_in_page(leaf, dl_pg_nkeys(leaf) - 1, mc->c_bound))
+			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 		dlmdb_node_keyval(leaf, 0, &lo);
 		dlmdb_node_keyval(leaf, dl_pg_nkeys(leaf) - 1, &hi);
+		if (hi.mv_size > DL_MAXKEY || lo.mv_size > DL_MAXKEY)
+			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 		top.mv_size = hi.mv_size;
 		memcpy(topbuf, hi.mv_data, hi.mv_size);
 		npast = collect_past(mc, &lo, &hi, past);
@@ -597,55 +615,109 @@ int mdb_cursor_del(MDB_cursor *mc, unsigned int flags)
 	return dlmdb_tree_del_current(mc, 0);
 }
 
-/* Free every page of a tree (drop); counts are reset by the caller. */
-static int free_subtree(MDB_cursor *mc, pgno_t pg, unsigned depth)
+/*
+ * Dropping a tree.  The pages are gathered first and freed only when the
+ * walk is complete: a damaged tree may reach a page twice (a cycle, or two
+ * parents naming one child), and a page freed twice would later be handed
+ * out twice.  The walk checks every page like any write does before it
+ * reads its nodes, and it cannot take longer than the snapshot has pages.
+ */
+struct drop_walk {
+	MDB_txn *dw_txn;
+	dl_pgl dw_seen;		/* every page reached, overflow runs expanded */
+	dl_pgl dw_tree;		/* tree pages, freed one by one */
+	dl_pgl dw_runs;		/* overflow runs as (first page, length) pairs */
+};
+
+static int drop_gather_run(struct drop_walk *w, const dl_node *nd)
 {
+	MDB_txn *txn = w->dw_txn;
+	dl_page *ov;
+	pgno_t pg = dl_node_bigpg(nd);
+	int rc = dlmdb_page_get(txn, pg, &ov);
+	if (rc)
+		return rc;
+	unsigned np = dl_pg_ovcount(ov);
+	if (!(ov->p_flags & DL_P_OVERFLOW) || np == 0 || pg + np > txn->t_next_pg ||
+	    w->dw_seen.l_n + np > txn->t_next_pg)
+		return MDB_CORRUPTED;
+	if ((rc = dlmdb_pgl_push_run(&w->dw_seen, pg, np)) || (rc = dlmdb_pgl_push(&w->dw_runs, pg)))
+		return rc;
+	return dlmdb_pgl_push(&w->dw_runs, np);
+}
+
+static int drop_gather(struct drop_walk *w, pgno_t pg, unsigned depth, int dupsort)
+{
+	MDB_txn *txn = w->dw_txn;
 	dl_page *p;
 	int rc;
-	if (depth > DL_MAX_DEPTH)
+	/* deeper than any tree, or more pages than the snapshot has: some
+	 * page was reached twice */
+	if (depth > DL_MAX_DEPTH || w->dw_seen.l_n >= txn->t_next_pg)
 		return MDB_CORRUPTED;
-	if ((rc = dlmdb_page_get(mc->c_txn, pg, &p)))
+	if ((rc = dlmdb_page_get(txn, pg, &p)))
+		return rc;
+	if ((rc = dlmdb_page_validate(txn->t_env, p)))
+		return rc;
+	if ((rc = dlmdb_pgl_push(&w->dw_seen, pg)) || (rc = dlmdb_pgl_push(&w->dw_tree, pg)))
 		return rc;
 	unsigned n = dl_pg_nkeys(p);
 	if (dl_pg_is_branch(p)) {
 		for (unsigned i = 0; i < n; i++)
-			if ((rc = free_subtree(mc, dl_node_child(dl_pg_node(p, i)), depth + 1)))
+			if ((rc = drop_gather(w, dl_node_child(dl_pg_node(p, i)), depth + 1, dupsort)))
 				return rc;
-	} else if (dl_pg_is_leaf(p) && !dl_pg_is_leaf2(p)) {
-		for (unsigned i = 0; i < n; i++) {
-			dl_node *nd = dl_pg_node(p, i);
-			if ((nd->n_flags & DL_N_BIG) && (rc = drop_overflow(mc, nd)))
-				return rc;
-			if ((nd->n_flags & (DL_N_DUP | DL_N_TREE)) == (DL_N_DUP | DL_N_TREE) &&
-			    (mc->c_db->d_flags & MDB_DUPSORT) && dl_node_dsize(nd) == sizeof(dl_dbrec)) {
-				/* a duplicate sub-tree: its pages go too */
-				dl_dbrec sub;
-				memcpy(&sub, dl_node_data(nd), sizeof sub);
-				dl_dbrec *save = mc->c_db;
-				mc->c_db = &sub;
-				if (sub.d_root != DL_NO_PAGE)
-					rc = free_subtree(mc, sub.d_root, depth + 1);
-				mc->c_db = save;
-				if (rc)
-					return rc;
-			}
-		}
-	} else if (!dl_pg_is_leaf(p)) {
-		return MDB_CORRUPTED;
+		return 0;
 	}
-	return dlmdb_page_free(mc->c_txn, pg, 1);
+	if (dl_pg_is_leaf2(p))
+		return 0;
+	for (unsigned i = 0; i < n; i++) {
+		const dl_node *nd = dl_pg_node(p, i);
+		if ((nd->n_flags & DL_N_BIG) && (rc = drop_gather_run(w, nd)))
+			return rc;
+		if ((nd->n_flags & (DL_N_DUP | DL_N_TREE)) == (DL_N_DUP | DL_N_TREE) && dupsort &&
+		    dl_node_dsize(nd) == sizeof(dl_dbrec)) {
+			/* a duplicate sub-tree: its pages go too */
+			dl_dbrec sub;
+			memcpy(&sub, dl_node_data(nd), sizeof sub);
+			if (sub.d_root != DL_NO_PAGE && (rc = drop_gather(w, sub.d_root, depth + 1, 0)))
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static int drop_free(struct drop_walk *w)
+{
+	MDB_txn *txn = w->dw_txn;
+	int rc;
+	dlmdb_pgl_sort(&w->dw_seen);
+	for (size_t i = 1; i < w->dw_seen.l_n; i++)
+		if (w->dw_seen.l_v[i] == w->dw_seen.l_v[i - 1])
+			return MDB_CORRUPTED;
+	for (size_t i = 0; i < w->dw_tree.l_n; i++)
+		if ((rc = dlmdb_page_free(txn, w->dw_tree.l_v[i], 1)))
+			return rc;
+	for (size_t i = 0; i + 1 < w->dw_runs.l_n; i += 2)
+		if ((rc = dlmdb_page_free(txn, w->dw_runs.l_v[i], (unsigned)w->dw_runs.l_v[i + 1])))
+			return rc;
+	return 0;
 }
 
 int dlmdb_tree_free_all(MDB_txn *txn, dl_dbrec *db)
 {
 	if (db->d_root == DL_NO_PAGE)
 		return 0;
-	MDB_cursor mc;
-	dlmdb_cursor_setup(&mc, txn, DL_MAIN_DBI);
-	mc.c_db = db;
-	int rc = free_subtree(&mc, db->d_root, 1);
+	struct drop_walk w;
+	memset(&w, 0, sizeof w);
+	w.dw_txn = txn;
+	int rc = drop_gather(&w, db->d_root, 1, (db->d_flags & MDB_DUPSORT) != 0);
+	if (!rc)
+		rc = drop_free(&w);
+	dlmdb_pgl_free(&w.dw_seen);
+	dlmdb_pgl_free(&w.dw_tree);
+	dlmdb_pgl_free(&w.dw_runs);
 	if (rc)
-		return rc;
+		return DL_TXN_FAIL(txn, rc);
 	db->d_root = DL_NO_PAGE;
 	db->d_depth = 0;
 	db->d_branch = db->d_leaf = db->d_overflow = db->d_entries = 0;

@@ -104,7 +104,7 @@ int dlmdb_dup_setup(MDB_cursor *mc)
 	    sp->p_upper > ds || dl_pg_nkeys(sp) == 0)
 		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 	if ((sp->p_flags & DL_P_LEAF2) &&
-	    (!sp->p_pad || DL_PAGEHDR + (size_t)dl_pg_nkeys(sp) * sp->p_pad > ds))
+	    (!sp->p_pad || sp->p_pad > DL_MAXKEY || DL_PAGEHDR + (size_t)dl_pg_nkeys(sp) * sp->p_pad > ds))
 		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 	memset(&x->x_db, 0, sizeof x->x_db);
 	if (sp->p_flags & DL_P_LEAF2) {
@@ -144,7 +144,7 @@ static inline __attribute__((always_inline)) int item_key(MDB_cursor *c, MDB_val
 		return DL_TXN_FAIL(c->c_txn, MDB_CORRUPTED);
 	dl_node *n = (dl_node *)((char *)p + off);
 	size_t after = (n->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(n);
-	if (DL_UNLIKELY(off + DL_NODEHDR + n->n_ksize + after > lim))
+	if (DL_UNLIKELY(off + DL_NODEHDR + n->n_ksize + after > lim || n->n_ksize > DL_MAXKEY))
 		return DL_TXN_FAIL(c->c_txn, MDB_CORRUPTED);
 	if (key) {
 		key->mv_size = n->n_ksize;
@@ -161,9 +161,9 @@ static int node_value_edge(MDB_cursor *mc, MDB_val *data, int last)
 	if (rc == MDB_NOTFOUND) {
 		if (!data)
 			return 0;
-		dl_node *n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
-		rc = dlmdb_node_value(mc->c_txn, n, data);
-		return rc ? DL_TXN_FAIL(mc->c_txn, rc) : 0;
+		/* a single value: read with the checks of any fetch (the value
+		 * must lie inside its page) */
+		return dlmdb_cur_fetch(mc, NULL, data);
 	}
 	if (rc)
 		return rc;
@@ -365,9 +365,9 @@ static int dup_get_op(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op
 			return rc;
 		rc = dlmdb_dup_setup(mc);
 		if (rc == MDB_NOTFOUND) {
-			dl_node *n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
-			if ((rc = dlmdb_node_value(mc->c_txn, n, &v)))
-				return DL_TXN_FAIL(mc->c_txn, rc);
+			/* a single value, read with the checks of any fetch */
+			if ((rc = dlmdb_cur_fetch(mc, NULL, &v)))
+				return DL_TXN_FAIL(mc->c_txn, rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc);
 			int c = dcmp_of(mc)(data, &v);
 			if (op == MDB_GET_BOTH ? c != 0 : c > 0)
 				return MDB_NOTFOUND;
@@ -587,9 +587,9 @@ static int gather(MDB_cursor *mc, MDB_val *vals, unsigned *m, unsigned cap)
 {
 	int rc = dlmdb_dup_setup(mc);
 	if (rc == MDB_NOTFOUND) {
-		dl_node *n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
-		if ((rc = dlmdb_node_value(mc->c_txn, n, &vals[0])))
-			return rc;
+		/* a single value, read with the checks of any fetch */
+		if ((rc = dlmdb_cur_fetch(mc, NULL, &vals[0])))
+			return rc == MDB_NOTFOUND ? DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED) : rc;
 		*m = 1;
 		return 0;
 	}

@@ -54,7 +54,8 @@ static int overflow_reuse(MDB_cursor *mc, dl_node *n, MDB_val *data, unsigned fl
 		dl_page *pov = NULL;
 		for (MDB_txn *t = txn->t_parent; t && !pov; t = t->t_parent)
 			pov = dlmdb_dirty_find(&t->t_dirty, pg);
-		if (!pov || dl_pg_ovcount(pov) < dl_ov_pages(env, data->mv_size))
+		if (!pov || !(pov->p_flags & DL_P_OVERFLOW) ||
+		    dl_pg_ovcount(pov) < dl_ov_pages(env, data->mv_size))
 			return 0;
 		size_t sz = (size_t)dl_pg_ovcount(pov) * env->e_psize;
 		if (!(ov = malloc(sz)))
@@ -66,7 +67,9 @@ static int overflow_reuse(MDB_cursor *mc, dl_node *n, MDB_val *data, unsigned fl
 			return rc;
 		}
 	}
-	if (dl_pg_ovcount(ov) < dl_ov_pages(env, data->mv_size))
+	/* a damaged node may name a dirty tree page: its lower/upper are no
+	 * run length (overflow_drop then reports the damage) */
+	if (!(ov->p_flags & DL_P_OVERFLOW) || dl_pg_ovcount(ov) < dl_ov_pages(env, data->mv_size))
 		return 0;
 	if (flags & MDB_RESERVE)
 		data->mv_data = (char *)ov + DL_PAGEHDR;
@@ -185,7 +188,9 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 			return MDB_INCOMPATIBLE;
 		if (flags & MDB_NOOVERWRITE) {
 			mc->c_flags |= wasdel;
-			rc = dlmdb_node_value(txn, n, data);
+			/* the stored value, checked to lie inside its page */
+			rc = (n->n_flags & DL_N_DUP) ? dlmdb_node_value(txn, n, data) :
+				dlmdb_cur_fetch(mc, NULL, data);
 			return rc ? rc : MDB_KEYEXIST;
 		}
 	}

@@ -215,7 +215,12 @@ int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where)
 		mc->c_depth = lvl + 1;
 		mc->c_top = lvl;
 		unsigned n = dl_pg_nkeys(p);
-		if (dl_pg_is_leaf2(p) && (!p->p_pad || DL_PAGEHDR + (size_t)n * p->p_pad > mc->c_bound))
+		/* LEAF2 pages hold the values of DUPFIXED duplicates only (a
+		 * sub-cursor's tree), at most DL_MAXKEY bytes each; anywhere else
+		 * their packed keys would be read as slots and nodes */
+		if (dl_pg_is_leaf2(p) && (!p->p_pad || p->p_pad > DL_MAXKEY ||
+		    DL_PAGEHDR + (size_t)n * p->p_pad > mc->c_bound ||
+		    !mc->c_owner || !(mc->c_db->d_flags & MDB_DUPFIXED)))
 			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 		if (dl_pg_is_leaf(p)) {
 			mc->c_ki[lvl] = (where == DL_SEARCH_LAST && n) ? (indx_t)(n - 1) : 0;
@@ -252,14 +257,22 @@ int dlmdb_node_value(MDB_txn *txn, const dl_node *n, MDB_val *data)
 		return 0;
 	}
 	dl_page *ov;
-	int rc = dlmdb_page_get(txn, dl_node_bigpg(n), &ov);
+	pgno_t pg = dl_node_bigpg(n);
+	int rc = dlmdb_page_get(txn, pg, &ov);
 	if (rc)
 		return rc;
 	if (!(ov->p_flags & DL_P_OVERFLOW))
 		return MDB_CORRUPTED;
-	uint32_t cnt = dl_pg_ovcount(ov);
-	if (cnt < dl_ov_pages(txn->t_env, dl_node_dsize(n)) || ov->p_pgno + cnt > txn->t_next_pg)
+	/* the run must end inside the snapshot: bounded by the number the
+	 * node gives (the page's own header may be damaged as well) */
+	uint32_t cnt = dl_pg_ovcount(ov), need = dl_ov_pages(txn->t_env, dl_node_dsize(n));
+	if (cnt < need || pg + cnt > txn->t_next_pg)
 		return MDB_CORRUPTED;
+	/* a committed run's last page must exist too (dlmdb_page_get refuses
+	 * pages the file does not hold); a dirty run is one buffer */
+	dl_page *tail;
+	if (need > 1 && dl_in_map(txn->t_env, ov) && (rc = dlmdb_page_get(txn, pg + need - 1, &tail)))
+		return rc;
 	data->mv_size = dl_node_dsize(n);
 	data->mv_data = (char *)ov + DL_PAGEHDR;
 	return 0;

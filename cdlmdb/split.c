@@ -229,8 +229,18 @@ int dlmdb_insert_at(MDB_cursor *mc, unsigned level, unsigned idx, const void *bl
 	size_t len, unsigned putflags, int *split)
 {
 	dl_page *p = mc->c_pg[level];
+	/* A damaged free list can hand out a page that is still in use; with
+	 * WRITEMAP its new image then overwrites a page on this very path.
+	 * Refuse to shift slots or nodes by a position or room that the page
+	 * does not have (the memmoves below would run wild). */
+	if (DL_UNLIKELY(p->p_lower < DL_PAGEHDR || p->p_lower > p->p_upper ||
+	    p->p_upper > mc->c_txn->t_env->e_psize || idx > dl_pg_nkeys(p)))
+		return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 	if (dl_pg_is_leaf2(p)) {
-		/* blob is the bare key */
+		/* blob is the bare key (a damaged tree may put a LEAF2 page
+		 * where a branch belongs: never copy pad bytes from a node) */
+		if (DL_UNLIKELY(len != p->p_pad || !dl_pg_is_leaf(p) || dl_pg_is_branch(p)))
+			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 		if (dl_pg_room(p) >= p->p_pad) {
 			dlmdb_pg_add_leaf2(p, idx, blob);
 			return 0;
@@ -288,6 +298,8 @@ static int split_page(MDB_cursor *mc, unsigned level, unsigned idx, const void *
 	size_t seplen;
 	const dl_node *first = item_node(&v, cut, &seplen);
 	MDB_val sep = {first->n_ksize, (void *)dl_node_key(first)};
+	if (sep.mv_size > DL_MAXKEY)	/* damaged node: the page check bounds keys by the page only */
+		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 	dl_node *sepnode = (dl_node *)sepbuf;
 	sepnode->n_ksize = (uint16_t)sep.mv_size;
 	memcpy(sepbuf + DL_NODEHDR, sep.mv_data, sep.mv_size);
