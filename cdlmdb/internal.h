@@ -637,9 +637,33 @@ DL_HIDDEN int dlmdb_page_validate_walk(MDB_env *env, const dl_page *p);
  * next to it (page.c).  A page in the trusted table passes at once (the
  * common case in a run of write txns by one handle); any other page gets
  * the full check. */
-static inline int dlmdb_page_validate(MDB_env *env, const dl_page *p)
+/* The trust table entry for p, or NULL when p is not a page of the map
+ * (a txn's own copy) or there is no table yet; *tag is the entry's value
+ * when p is trusted. */
+static inline pgno_t *dl_trust_slot(const MDB_env *env, const dl_page *p, pgno_t *tag)
 {
 	size_t off = (size_t)((const char *)p - env->e_map);
+	if (!env->e_trusted || off >= env->e_mapsize)
+		return NULL;
+	pgno_t pg = off >> __builtin_ctz(env->e_psize);	/* psize: a power of two */
+	if (pg > DL_TRUST_PGMASK)
+		return NULL;
+	*tag = pg | env->e_trust_epoch << DL_TRUST_PGBITS;
+	return &env->e_trusted[pg & (DL_TRUST_SLOTS - 1)];
+}
+
+/* Forget whatever trust the table has in page pg. */
+static inline void dl_trust_forget(MDB_env *env, pgno_t pg)
+{
+	if (!env->e_trusted)
+		return;
+	pgno_t *slot = &env->e_trusted[pg & (DL_TRUST_SLOTS - 1)];
+	if ((*slot & DL_TRUST_PGMASK) == pg)
+		*slot = 0;
+}
+
+static inline int dlmdb_page_validate(MDB_env *env, const dl_page *p)
+{
 	/* the header, whatever the table says: a tree page, and the copy in
 	 * dlmdb_page_touch is bounded by p_lower and p_upper */
 	if (DL_UNLIKELY(!(p->p_flags & (DL_P_LEAF | DL_P_BRANCH)) ||
@@ -647,12 +671,9 @@ static inline int dlmdb_page_validate(MDB_env *env, const dl_page *p)
 	    p->p_lower < DL_PAGEHDR || p->p_lower > p->p_upper ||
 	    p->p_upper > env->e_psize || (p->p_lower & 1)))
 		return MDB_CORRUPTED;
-	if (env->e_trusted && off < env->e_mapsize) {
-		pgno_t pg = off >> __builtin_ctz(env->e_psize);
-		if (env->e_trusted[pg & (DL_TRUST_SLOTS - 1)] ==
-		    (pg | env->e_trust_epoch << DL_TRUST_PGBITS))
-			return 0;
-	}
+	pgno_t tag = 0, *slot = dl_trust_slot(env, p, &tag);
+	if (slot && *slot == tag)
+		return 0;
 	return dlmdb_page_validate_walk(env, p);
 }
 /* write txn start on meta cur: keep the trusted pages only if cur is the

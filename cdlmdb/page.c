@@ -169,28 +169,11 @@ void dlmdb_trust_note(MDB_env *env, dl_page *const *list, size_t n)
 			 * its pages had from an earlier life as tree pages, so a
 			 * damaged branch pointing at one still gets the walk */
 			for (pgno_t k = 0; k < dl_pg_ovcount(list[i]); k++)
-				env->e_trusted[(pg + k) & (DL_TRUST_SLOTS - 1)] = 0;
+				dl_trust_forget(env, pg + k);
 		} else if (pg <= DL_TRUST_PGMASK) {
 			env->e_trusted[pg & (DL_TRUST_SLOTS - 1)] = pg | tag;
 		}
 	}
-}
-
-/* The trust table entry for p, or NULL when p is not a page of the map
- * (a txn's own copy) or there is no table yet; *tag is the entry's value
- * when p is trusted. */
-static pgno_t *trust_slot(const MDB_env *env, const dl_page *p, pgno_t *tag)
-{
-	if (!env->e_trusted)
-		return NULL;
-	size_t off = (size_t)((const char *)p - env->e_map);
-	if (off >= env->e_mapsize)
-		return NULL;
-	pgno_t pg = off >> __builtin_ctz(env->e_psize);	/* psize: a power of two */
-	if (pg > DL_TRUST_PGMASK)
-		return NULL;
-	*tag = pg | env->e_trust_epoch << DL_TRUST_PGBITS;
-	return &env->e_trusted[pg & (DL_TRUST_SLOTS - 1)];
 }
 
 /*
@@ -211,7 +194,7 @@ int dlmdb_page_validate_walk(MDB_env *env, const dl_page *p)
 			return MDB_CORRUPTED;
 		return 0;
 	}
-	pgno_t tag = 0, *slot = trust_slot(env, p, &tag);
+	pgno_t tag = 0, *slot = dl_trust_slot(env, p, &tag);
 	if (slot && *slot == tag)
 		return 0;
 	/* every node: an even offset inside the node area, its header, key

@@ -750,13 +750,8 @@ static size_t writemap_skip(MDB_env *env, dl_page **list, size_t n, pgno_t *lo, 
  * table says about their numbers is void. */
 static void writemap_untrust(MDB_env *env, const dl_pgl *l)
 {
-	if (!env->e_trusted)
-		return;
-	for (size_t i = 0; i < l->l_n; i++) {
-		pgno_t pg = l->l_v[i], *slot = &env->e_trusted[pg & (DL_TRUST_SLOTS - 1)];
-		if ((*slot & DL_TRUST_PGMASK) == pg)
-			*slot = 0;
-	}
+	for (size_t i = 0; i < l->l_n; i++)
+		dl_trust_forget(env, l->l_v[i]);
 }
 
 /* Write all dirty pages, in page order, coalescing neighbours.  [*lo, *hi)
