@@ -24,17 +24,29 @@
  * file never shrinks, so the size last seen is a floor; it is refreshed
  * only when a page beyond it is wanted.
  */
-static int file_holds(MDB_env *env, pgno_t end)
+static void fpages_raise(MDB_env *env, size_t pages)
+{
+	size_t seen = __atomic_load_n(&env->e_fpages, __ATOMIC_RELAXED);
+	while (pages > seen && !__atomic_compare_exchange_n(&env->e_fpages, &seen, pages, 0,
+		__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+/* The pages the data file holds now (fstat), raising e_fpages to match;
+ * 0 when fstat fails. */
+static size_t file_pages(MDB_env *env)
 {
 	struct stat st;
 	if (fstat(env->e_fd, &st))
 		return 0;
 	size_t pages = (size_t)st.st_size / env->e_psize;
-	size_t seen = __atomic_load_n(&env->e_fpages, __ATOMIC_RELAXED);
-	while (pages > seen && !__atomic_compare_exchange_n(&env->e_fpages, &seen, pages, 0,
-		__ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
-	return end <= pages;
+	fpages_raise(env, pages);
+	return pages;
+}
+
+static int file_holds(MDB_env *env, pgno_t end)
+{
+	return end <= file_pages(env);
 }
 
 int dlmdb_page_get(MDB_txn *txn, pgno_t pg, dl_page **out)
@@ -754,6 +766,64 @@ static void writemap_untrust(MDB_env *env, const dl_pgl *l)
 		dl_trust_forget(env, l->l_v[i]);
 }
 
+/*
+ * Growing the data file ahead of need.
+ *
+ * A commit that writes past the end of the file changes the file's size,
+ * and on a journalling file system its fdatasync then has to commit that
+ * change (and the block allocation behind it) to the journal as well as
+ * flush the data: on ext4 that costs roughly as much again as the flush
+ * itself.  A database that grows by a page every few commits pays it on
+ * each of those commits.  So when a synced commit extends the file, it
+ * also writes zeros over the next stretch of page numbers, in the same
+ * flush: later commits that land there overwrite blocks the file already
+ * has, and their fdatasync is a data flush only.  (The zeros must really
+ * be written: a hole, or space reserved with fallocate, still needs a
+ * journalled change when it is first written.)
+ *
+ * The stretch is an eighth of the file, at least 16 pages, and never past
+ * the map.  Pages past the last page a meta names are free space nobody
+ * reads; LMDB ignores how far the file reaches beyond them, and copies
+ * stop at the last page.  Under NOSYNC commits flush nothing, so there is
+ * nothing to save and the file grows only as pages are written.  Failing
+ * to write the zeros loses nothing (the data went out before them), so
+ * an error here is not the commit's: the file just grows later.
+ */
+#define DL_GROW_MIN 16	/* pages */
+
+static void grow_ahead(MDB_env *env, pgno_t end)
+{
+	static char zeros[1 << 16];	/* never written */
+	size_t psize = env->e_psize;
+	pgno_t target = end + (end / 8 > DL_GROW_MIN ? end / 8 : DL_GROW_MIN);
+	target = (target + DL_GROW_MIN - 1) / DL_GROW_MIN * DL_GROW_MIN;
+	if (target > env->e_maxpg)
+		target = env->e_maxpg;
+	if (target <= end)
+		return;
+	off_t off = (off_t)(end * psize), stop = (off_t)(target * psize);
+	struct iovec iov[64];
+	while (off < stop) {
+		int cnt = 0;
+		size_t want = 0;
+		for (; cnt < 64 && off + (off_t)want < stop; cnt++) {
+			size_t len = (size_t)(stop - off) - want;
+			if (len > sizeof zeros)
+				len = sizeof zeros;
+			iov[cnt].iov_base = (void *)zeros;
+			iov[cnt].iov_len = len;
+			want += len;
+		}
+		ssize_t w = pwritev(env->e_fd, iov, cnt, off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += w;
+	}
+	fpages_raise(env, (size_t)off / psize);
+}
+
 /* Write all dirty pages, in page order, coalescing neighbours.  [*lo, *hi)
  * gets the span of page numbers a WRITEMAP commit changed in the map. */
 static int write_pages(MDB_txn *txn, pgno_t *lo, pgno_t *hi)
@@ -808,6 +878,14 @@ static int write_pages(MDB_txn *txn, pgno_t *lo, pgno_t *hi)
 		}
 	}
 #endif
+	/* does this commit extend the file? (see grow_ahead) */
+	pgno_t end = 0;
+	if (n && !(env->e_flags & (MDB_NOSYNC | MDB_WRITEMAP))) {
+		dl_page *last = list[n - 1];
+		end = last->p_pgno + ((last->p_flags & DL_P_OVERFLOW) ? dl_pg_ovcount(last) : 1);
+		if (end <= __atomic_load_n(&env->e_fpages, __ATOMIC_RELAXED) || end <= file_pages(env))
+			end = 0;
+	}
 	struct iovec iov[64];
 	int rc = 0;
 	size_t i = 0;
@@ -876,6 +954,8 @@ static int write_pages(MDB_txn *txn, pgno_t *lo, pgno_t *hi)
 		dlmdb_trust_reset(env);
 	else
 		dlmdb_trust_note(env, list, n);
+	if (!rc && end)
+		grow_ahead(env, end);
 	if (list != few)
 		free(list);
 	return rc;
