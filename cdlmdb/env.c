@@ -207,18 +207,16 @@ void mdb_env_close(MDB_env *env)
 	if (!env)
 		return;
 	/*
-	 * Closing with the write txn still open breaks the API contract, but it
-	 * must not crash the process later: the writer's robust mutex sits on
-	 * the locking thread's robust list, and unmapping it would leave that
-	 * list pointing into nothing (the thread's next robust-mutex operation
-	 * writes through it). End the txn, and keep the lock file mapped for the
-	 * rest of the process in case the unlock came from another thread.
+	 * Closing with the write txn still open breaks the API contract; end
+	 * the txn here.  If that abort (or an earlier commit/abort) ran on a
+	 * thread other than the one that began the txn, the writer lock is
+	 * stranded on that thread's robust list, and unmapping the lock file
+	 * would leave the list pointing into nothing (its next robust-mutex
+	 * operation writes through it): lock_close then keeps the lock file
+	 * mapped for the rest of the process (lock.c, "The writer lock").
 	 */
-	int keep_lock_map = 0;
-	if (env->e_wtxn) {
+	if (env->e_wtxn)
 		mdb_txn_abort(env->e_wtxn);
-		keep_lock_map = 1;
-	}
 	if (env->e_dbx) {
 		for (unsigned i = DL_CORE_DBS; i < env->e_maxdbs; i++)
 			free(env->e_dbx[i].x_name);
@@ -228,8 +226,6 @@ void mdb_env_close(MDB_env *env)
 		munmap(env->e_map, env->e_mapsize);
 	if (env->e_fd >= 0)
 		close(env->e_fd);
-	if (keep_lock_map)
-		env->e_lck = NULL;
 	dlmdb_lock_close(env);
 	dlmdb_spare_drop_all(env);
 	free(env->e_trusted);

@@ -341,6 +341,9 @@ struct MDB_env {
 	int e_opened;
 	int e_live_txns;	/* txns of this env currently open */
 	MDB_txn *e_wtxn;	/* the top-level write txn, if any */
+	/* writer lock stranded by a txn ended on the wrong thread (lock.c):
+	 * 0, or the holder's kernel thread id (-1: not known) */
+	int e_wstrand;
 	void *e_spare;		/* page-sized buffers kept for the next write txn */
 	unsigned e_nspare;
 	/* pages this handle wrote itself, direct-mapped by number (page.c):

@@ -26,6 +26,8 @@ func init() {
 // model.
 func buildDataEnv(t *testing.T, eng engine, dir string, n int) map[string][]byte {
 	t.Helper()
+	runtime.LockOSThread() // the write txn must end on the thread that began it
+	defer runtime.UnlockOSThread()
 	env, err := eng.openEnv(dir, envOpts{mapSize: 64 << 20, maxDBs: 4})
 	if err != nil {
 		t.Fatalf("%s: open: %v", eng.name(), err)

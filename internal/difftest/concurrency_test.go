@@ -50,6 +50,8 @@ func u64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
 func acctKey(i int) []byte { return []byte(fmt.Sprintf("acct%03d", i)) }
 
 func bankInit(t *testing.T, dir string) {
+	runtime.LockOSThread() // the write txn must end on the thread that began it
+	defer runtime.UnlockOSThread()
 	env, err := subject.openEnv(dir, bankOpts())
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,13 @@ func (m valModel) put(k string, v []byte) {
 // flags and returns a write txn on it.
 func dupEnv(t *testing.T, flags uint) (tTxn, uint32) {
 	t.Helper()
+	// The write txn below is aborted by a cleanup, which runs after the test
+	// function (and its deferred UnlockOSThread) has returned, and subtests
+	// run on goroutines of their own: keep this goroutine on its OS thread
+	// until the cleanups are done (they run last-registered first, so this
+	// unlock comes after the abort and the close).
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
 	env, err := subject.openEnv(t.TempDir(), envOpts{mapSize: 64 << 20, maxDBs: 4, flags: fNoSync})
 	if err != nil {
 		t.Fatal(err)
