@@ -283,7 +283,11 @@ func (env *Env) managed(flags uint, fn TxnOp) error {
 // BeginTxn does not lock the OS thread. For a write transaction the caller
 // must already have called runtime.LockOSThread, and must use the Txn from
 // that goroutine only. Env.View and Env.Update are usually the better
-// choice.
+// choice. A write transaction ended on another OS thread still commits or
+// aborts, but the writer lock stays with the thread that began it: until
+// that thread begins (and ends) a write transaction again, or exits,
+// BeginTxn for a write transaction on this Env fails with EDEADLK (stock
+// LMDB waits forever instead).
 //
 // An unterminated Txn that becomes unreachable is aborted by a finalizer,
 // which reports it through the standard logger unless Pooled is set: the
