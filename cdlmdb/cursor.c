@@ -86,6 +86,39 @@ void dlmdb_cursor_save(MDB_cursor *mc)
 	}
 }
 
+/* Key i of leaf p: a node checked to lie inside the page, or a LEAF2 key
+ * (the page's checks bounded those); 0 if the node is outside. */
+static inline int leaf_key(const MDB_cursor *mc, const dl_page *p, unsigned i, MDB_val *k)
+{
+	if (dl_pg_is_leaf2(p)) {
+		k->mv_size = p->p_pad;
+		k->mv_data = dl_pg_leaf2_key(p, i);
+		return 1;
+	}
+	if (!dl_node_in_page(p, i, mc->c_bound))
+		return 0;
+	const dl_node *n = dl_pg_node(p, i);
+	k->mv_size = n->n_ksize;
+	k->mv_data = dl_node_key(n);
+	return 1;
+}
+
+/* Do leaves below and above lie on either side of separator sep: the last
+ * key of below under it, the first key of above not?  (search.c,
+ * dlmdb_leaf_in_bounds, says why.)  A leaf without keys has no edge. */
+static inline __attribute__((always_inline)) int leaves_straddle(const MDB_cursor *mc,
+	const dl_page *below, const dl_page *above, const MDB_val *sep)
+{
+	MDB_cmp_func *cmp = mc->c_dbx->x_cmp;
+	unsigned n = dl_pg_nkeys(below);
+	MDB_val k;
+	if (n && (!leaf_key(mc, below, n - 1, &k) || cmp(&k, sep) >= 0))
+		return 0;
+	if (dl_pg_nkeys(above) && (!leaf_key(mc, above, 0, &k) || cmp(&k, sep) < 0))
+		return 0;
+	return 1;
+}
+
 /* Move the stack to the first (dir > 0) or last item of the adjacent leaf.
  * On MDB_NOTFOUND the stack is unchanged. */
 int dlmdb_cur_step_leaf(MDB_cursor *mc, int dir)
@@ -98,6 +131,11 @@ int dlmdb_cur_step_leaf(MDB_cursor *mc, int dir)
 	}
 	if (l < 0)
 		return MDB_NOTFOUND;
+	/* the leaf we leave and the one we enter lie on either side of one
+	 * separator: the key of the node we turn into at level l (forward) or
+	 * of the one we turn away from (backward) */
+	dl_page *from = mc->c_pg[mc->c_top];
+	unsigned sep = dir > 0 ? mc->c_ki[l] + 1u : mc->c_ki[l];
 	mc->c_ki[l] = (indx_t)(mc->c_ki[l] + dir);
 	for (unsigned lvl = (unsigned)l + 1; lvl <= mc->c_top; lvl++) {
 		dl_page *parent = mc->c_pg[lvl - 1], *p;
@@ -123,6 +161,16 @@ int dlmdb_cur_step_leaf(MDB_cursor *mc, int dir)
 		mc->c_pg[lvl] = p;
 		mc->c_ki[lvl] = (indx_t)(dir > 0 ? 0 : n - 1);
 	}
+	/* a walk's keys stay in order across the two leaves, and each agrees
+	 * with the separator a lookup would follow: two compares per leaf */
+	const dl_page *sp = mc->c_pg[l], *to = mc->c_pg[mc->c_top];
+	MDB_val sk;
+	if (!dl_node_in_page(sp, sep, mc->c_bound))
+		return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
+	sk.mv_size = dl_pg_node(sp, sep)->n_ksize;
+	sk.mv_data = dl_node_key(dl_pg_node(sp, sep));
+	if (!(dir > 0 ? leaves_straddle(mc, from, to, &sk) : leaves_straddle(mc, to, from, &sk)))
+		return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 	return 0;
 }
 
@@ -372,6 +420,11 @@ int dlmdb_cursor_seek(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op
 	if (exact < 0)
 		return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 	mc->c_ki[mc->c_top] = (indx_t)i;
+	/* a miss, unless it moves on to the next leaf (a step, checked there):
+	 * is this leaf the one the separators on its path name?  (search.c) */
+	if (!exact && mc->c_top && (op != MDB_SET_RANGE || i < dl_pg_nkeys(p)) &&
+	    dlmdb_leaf_check_path(mc))
+		return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 	if (op == MDB_SET_RANGE) {
 		if (i >= dl_pg_nkeys(p)) {
 			rc = dlmdb_cur_step_leaf(mc, 1);

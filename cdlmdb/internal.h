@@ -692,6 +692,12 @@ DL_HIDDEN int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where);
 DL_HIDDEN unsigned dlmdb_node_find(MDB_cursor *mc, const dl_page *p, const MDB_val *key, int *exact);
 DL_HIDDEN void dlmdb_node_keyval(const dl_page *p, unsigned i, MDB_val *key);
 DL_HIDDEN int dlmdb_node_value(MDB_txn *txn, const dl_node *n, MDB_val *data);
+/* leaf's first key >= lo and last key < hi under mc's order (either NULL),
+ * else MDB_CORRUPTED: separators and leaves of a damaged file disagree */
+DL_HIDDEN int dlmdb_leaf_in_bounds(const MDB_cursor *mc, const dl_page *leaf, const MDB_val *lo,
+	const MDB_val *hi);
+/* the same for mc's leaf and the separators of mc's stack */
+DL_HIDDEN int dlmdb_leaf_check_path(MDB_cursor *mc);
 #define DL_SEARCH_KEY 0
 #define DL_SEARCH_FIRST 1
 #define DL_SEARCH_LAST 2

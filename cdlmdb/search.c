@@ -173,6 +173,91 @@ damaged:
 	return 0;
 }
 
+/*
+ * Order across pages (damaged files).  Every key under branch node i lies in
+ * [key(i), key(i+1)), the bounds inherited from the levels above included
+ * (FORMAT.md).  A file whose separators and leaves disagree -- a separator
+ * byte changed, two child pointers swapped, a leaf's edge key damaged --
+ * would make a cursor walk return keys out of order, or a lookup miss a
+ * key, without any error.  So leaf edge keys are held against separators:
+ * first key >= lo, last key < hi (either bound may be NULL), where a
+ * cursor can go wrong without them --
+ *  - a step to the neighbouring leaf (dlmdb_cur_step_leaf): the leaf left
+ *    and the leaf entered against the one separator between them, so a
+ *    walk's keys stay in order across leaves (two compares per leaf);
+ *  - a descent to the first or last leaf (FIRST, LAST), and a lookup that
+ *    does not find its key, against the separators of the path
+ *    (dlmdb_leaf_check_path).
+ * Nothing per item: the order inside one leaf is left to the checker.
+ * Always under the DB's own order (x_cmp: a custom comparator, or the
+ * duplicate order in a sub-cursor), never bytes.  Pages of the trusted
+ * table (page.c) get no exemption: a compare costs about what the table
+ * lookup would, read txns never consult that table, and the check is about
+ * two pages agreeing, not one.  A leaf without keys has no edges.
+ */
+int dlmdb_leaf_in_bounds(const MDB_cursor *mc, const dl_page *leaf, const MDB_val *lo,
+	const MDB_val *hi)
+{
+	unsigned n = dl_pg_nkeys(leaf);
+	MDB_val k;
+	if (n == 0)
+		return 0;
+	if (lo) {
+		if (!dl_pg_is_leaf2(leaf) && !dl_node_in_page(leaf, 0, mc->c_bound))
+			return MDB_CORRUPTED;
+		dlmdb_node_keyval(leaf, 0, &k);
+		if (mc->c_dbx->x_cmp(&k, lo) < 0)
+			return MDB_CORRUPTED;
+	}
+	if (hi) {
+		if (!dl_pg_is_leaf2(leaf) && !dl_node_in_page(leaf, n - 1, mc->c_bound))
+			return MDB_CORRUPTED;
+		dlmdb_node_keyval(leaf, n - 1, &k);
+		if (mc->c_dbx->x_cmp(&k, hi) >= 0)
+			return MDB_CORRUPTED;
+	}
+	return 0;
+}
+
+/* The key of branch node i of p, checked to lie inside the page. */
+static int sep_key(const MDB_cursor *mc, const dl_page *p, unsigned i, MDB_val *k)
+{
+	if (!dl_node_in_page(p, i, mc->c_bound))
+		return MDB_CORRUPTED;
+	dlmdb_node_keyval(p, i, k);
+	return 0;
+}
+
+/*
+ * The leaf under mc against the separators of its path: the tightest lower
+ * bound is the key of node c_ki[l] at the deepest level l where that index
+ * is above 0, the tightest upper bound node c_ki[l] + 1 at the deepest
+ * level that has one.  A lookup calls this when its key is not in the leaf
+ * (a hit is an answer whatever the neighbours hold; a miss might be wrong
+ * only because the leaf is not the one the separators name), so lookups of
+ * present keys pay nothing.
+ */
+int dlmdb_leaf_check_path(MDB_cursor *mc)
+{
+	MDB_val lk, hk;
+	const MDB_val *lo = NULL, *hi = NULL;
+	for (int l = (int)mc->c_top - 1; l >= 0 && !(lo && hi); l--) {
+		const dl_page *p = mc->c_pg[l];
+		unsigned i = mc->c_ki[l];
+		if (!lo && i > 0) {
+			if (sep_key(mc, p, i, &lk))
+				return MDB_CORRUPTED;
+			lo = &lk;
+		}
+		if (!hi && i + 1 < dl_pg_nkeys(p)) {
+			if (sep_key(mc, p, i + 1, &hk))
+				return MDB_CORRUPTED;
+			hi = &hk;
+		}
+	}
+	return dlmdb_leaf_in_bounds(mc, mc->c_pg[mc->c_top], lo, hi);
+}
+
 static int page_sane(unsigned bound, const dl_page *p)
 {
 	if (!(p->p_flags & (DL_P_BRANCH | DL_P_LEAF)))
@@ -224,6 +309,12 @@ int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where)
 			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 		if (dl_pg_is_leaf(p)) {
 			mc->c_ki[lvl] = (where == DL_SEARCH_LAST && n) ? (indx_t)(n - 1) : 0;
+			/* the leaf at either end of the tree against its path (the
+			 * first or last item of a DB must be its smallest or largest);
+			 * a key search's leaf is checked by the caller when the key
+			 * is not there (dlmdb_cursor_seek) */
+			if (where != DL_SEARCH_KEY && lvl && dlmdb_leaf_check_path(mc))
+				return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 			mc->c_flags |= DL_C_INIT;
 			return 0;
 		}

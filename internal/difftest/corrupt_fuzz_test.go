@@ -33,6 +33,14 @@ import (
 // closes cleanly afterwards. Whether the data read back is right is not
 // asserted: a flipped byte inside a value is invisible to any checker.
 //
+// One answer is asserted: the order of a walk. Every read-only walk (FIRST/
+// NEXT, LAST/PREV, a key's duplicates both ways) must return its items in
+// strictly increasing (decreasing) order under the DB's own key and
+// duplicate orders, except for two items that are neighbours in one page of
+// the file: the engine holds a leaf's edge keys against the separators it
+// crosses and checks nothing per item, so disorder inside one leaf or
+// sub-page is left to the checker (see walkOrder).
+//
 // The fuzz input is a list of edits (see decodeCorruptInput): each names a
 // page (modulo the page count, meta pages included) and a place in it,
 // either a raw offset or a structure found by parsing the page (a header
@@ -695,10 +703,10 @@ func runCorruptInput(t *testing.T, cb *corruptBase, in []byte) {
 	defer runtime.UnlockOSThread()
 	x.session(dir, true)
 	x.session(dir, false)
-	t.Logf("%d pages, %d entries; %d steps; %d silently disordered walks; errors %v",
+	t.Logf("%d pages, %d entries; %d steps; %d walk items out of order inside one page; errors %v",
 		cb.npages, cb.entries, x.calls, x.disorder, x.errs)
 	if out := os.Getenv("FUZZ_CORRUPT_STATS"); out != "" && x.disorder > 0 {
-		// debugging aid: note inputs that gave silent out-of-order walks
+		// debugging aid: note inputs whose walks met disorder inside a page
 		if fh, err := os.OpenFile(out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
 			fmt.Fprintf(fh, "%x %d\n", in, x.disorder)
 			fh.Close()
@@ -714,9 +722,9 @@ type corruptRun struct {
 	budget int // engine calls left in this pass
 	calls  int // engine calls made (for the log)
 	errs   map[string]int
-	// forward walks of plain (non-DUPSORT) databases that returned keys
-	// out of order and ended without an error: a silent wrong answer
-	// about the structure (logged, not asserted: see the file comment)
+	dir    string // the env's directory (the data file walkOrder reads)
+	// walk items out of order whose two items are neighbours in one page
+	// of the file (allowed, logged; any other disorder fails the input)
 	disorder int
 }
 
@@ -937,6 +945,7 @@ func (x *corruptRun) step() bool {
 // session opens the env, reads everything, writes (first session only),
 // copies, and closes.
 func (x *corruptRun) session(dir string, first bool) {
+	x.dir = dir
 	env, err := lmdb.NewEnv()
 	if err != nil {
 		x.t.Fatal(err)
@@ -997,7 +1006,9 @@ func (x *corruptRun) openAll(txn *lmdb.Txn) []dbHandle {
 	if err != nil {
 		return nil
 	}
-	out = append(out, dbHandle{"", root, 0})
+	rfl, err := txn.Flags(root)
+	x.lmdbErr("flags", err)
+	out = append(out, dbHandle{"", root, rfl})
 	known := map[string]bool{}
 	for _, d := range corruptDBs {
 		known[d.name] = true
@@ -1073,9 +1084,14 @@ func (x *corruptRun) readAll(env *lmdb.Env) {
 type cfPair struct{ k, v []byte }
 
 // walk moves cur with first/next until NotFound, an error or the budget
-// runs out, returning up to 64 of the items seen.
-func (x *corruptRun) walk(cur *lmdb.Cursor, first, next uint, what string) []cfPair {
+// runs out, returning up to 64 of the items seen. With h it also holds the
+// items to the order of h (dir 1 increasing, -1 decreasing; walkOrder), or
+// with vals just their values (the duplicates of one key: FIRST_DUP and
+// LAST_DUP return no key).
+func (x *corruptRun) walk(cur *lmdb.Cursor, first, next uint, what string, h *dbHandle, dir int, vals bool) []cfPair {
 	var seen []cfPair
+	var prev cfPair
+	var img []byte // the data file, read at the first disorder
 	n := 0
 	for op := first; x.step(); op = next {
 		k, v, err := cur.Get(nil, nil, op)
@@ -1085,6 +1101,10 @@ func (x *corruptRun) walk(cur *lmdb.Cursor, first, next uint, what string) []cfP
 			}
 			break
 		}
+		if h != nil && n > 0 {
+			img = x.walkOrder(*h, what, dir, vals, prev, cfPair{k, v}, img)
+		}
+		prev = cfPair{k, v}
 		n++
 		if len(seen) < 64 || x.rng.Intn(n) < 8 {
 			if len(seen) < 64 {
@@ -1097,34 +1117,167 @@ func (x *corruptRun) walk(cur *lmdb.Cursor, first, next uint, what string) []cfP
 	return seen
 }
 
-// outOfOrder walks h again and says whether it met keys out of order and
-// still ended with NotFound (no error).
-func (x *corruptRun) outOfOrder(cur *lmdb.Cursor, h dbHandle) bool {
-	var prev []byte
-	bad := false
-	for op := uint(lmdb.First); x.step(); op = lmdb.Next {
-		k, _, err := cur.Get(nil, nil, op)
-		if err != nil {
-			return bad && lmdb.IsNotFound(err)
+// walkOrder checks that cur follows prev in a walk of h in direction dir.
+// Items out of order pass only when they are neighbours (keys, or values of
+// one key) in one page of the data file as it is now: a leaf, a LEAF2 page
+// or a sub-page whose own order is damaged, which the engine leaves to the
+// checker. Anything else -- a walk that crossed into a leaf or sub-tree
+// page that does not fit there -- is a silent wrong answer and fails the
+// input. img is the file image if already read; the (maybe new) one is
+// returned. A file of more than 64 MiB (a damaged meta made WriteMap
+// extend it, sparsely) is not read: its disorder passes, counted.
+func (x *corruptRun) walkOrder(h dbHandle, what string, dir int, vals bool, prev, cur cfPair, img []byte) []byte {
+	dup := h.flags&lmdb.DupSort != 0
+	c := 0
+	if !vals {
+		c = keyOrder(h.flags, prev.k, cur.k)
+	}
+	if c == 0 && dup {
+		c = dupOrder(h.flags, prev.v, cur.v)
+	}
+	if c*dir < 0 {
+		return img
+	}
+	if img == nil {
+		path := filepath.Join(x.dir, "data.mdb")
+		if fi, err := os.Stat(path); err != nil {
+			x.t.Fatal(err)
+		} else if fi.Size() > 64<<20 {
+			x.disorder++
+			return img
 		}
-		if prev != nil {
-			var c int
-			if h.flags&lmdb.IntegerKey != 0 && len(k) == 8 && len(prev) == 8 {
-				a, b := binary.NativeEndian.Uint64(prev), binary.NativeEndian.Uint64(k)
-				switch {
-				case a < b:
-					c = -1
-				case a > b:
-					c = 1
-				}
-			} else {
-				c = bytes.Compare(prev, k)
+		var err error
+		if img, err = os.ReadFile(path); err != nil {
+			x.t.Fatal(err)
+		}
+	}
+	lo, hi := prev, cur // lo comes first in the page
+	if dir < 0 {
+		lo, hi = cur, prev
+	}
+	if (!vals && adjacentInFile(img, x.cb.psize, lo.k, hi.k)) || (dup && adjacentInFile(img, x.cb.psize, lo.v, hi.v)) {
+		x.disorder++
+		return img
+	}
+	x.t.Fatalf("%s walk of db %q (flags %#x): item (%x, %x) then (%x, %x), out of order across pages and no error",
+		what, h.name, h.flags, prev.k, prev.v, cur.k, cur.v)
+	return img
+}
+
+// keyOrder compares a and b as the engine orders the keys of a DB with
+// flags: native unsigned integers (INTEGERKEY; other sizes by size, then
+// as little-endian numbers), bytes from the end (REVERSEKEY), or bytes.
+func keyOrder(flags uint, a, b []byte) int {
+	switch {
+	case flags&lmdb.IntegerKey != 0:
+		return nativeOrder(a, b)
+	case flags&lmdb.ReverseKey != 0:
+		return backwardOrder(a, b)
+	}
+	return bytes.Compare(a, b)
+}
+
+// dupOrder is the same for the duplicates of a DUPSORT DB.
+func dupOrder(flags uint, a, b []byte) int {
+	switch {
+	case flags&lmdb.IntegerDup != 0:
+		return nativeOrder(a, b)
+	case flags&lmdb.ReverseDup != 0:
+		return backwardOrder(a, b)
+	}
+	return bytes.Compare(a, b)
+}
+
+func nativeOrder(a, b []byte) int {
+	switch {
+	case len(a) == 8 && len(b) == 8:
+		return cmpU64(binary.NativeEndian.Uint64(a), binary.NativeEndian.Uint64(b))
+	case len(a) == 4 && len(b) == 4:
+		return cmpU64(uint64(binary.NativeEndian.Uint32(a)), uint64(binary.NativeEndian.Uint32(b)))
+	case len(a) != len(b):
+		return cmpU64(uint64(len(a)), uint64(len(b)))
+	}
+	return backwardOrder(a, b)
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func backwardOrder(a, b []byte) int {
+	for i, j := len(a)-1, len(b)-1; i >= 0 && j >= 0; i, j = i-1, j-1 {
+		if a[i] != b[j] {
+			return cmpU64(uint64(a[i]), uint64(b[j]))
+		}
+	}
+	return cmpU64(uint64(len(a)), uint64(len(b)))
+}
+
+// adjacentInFile says whether some page of the file image img holds a
+// and b as neighbours, a first: keys of two consecutive nodes of a leaf,
+// two consecutive values of a LEAF2 page, or of a sub-page in a leaf node.
+func adjacentInFile(img []byte, psize int, a, b []byte) bool {
+	for off := 0; off+psize <= len(img); off += psize {
+		if adjacentInPage(img[off:off+psize], a, b, true) {
+			return true
+		}
+	}
+	return false
+}
+
+func adjacentInPage(p, a, b []byte, top bool) bool {
+	if len(p) < wPageHdr {
+		return false
+	}
+	fl := binary.LittleEndian.Uint16(p[10:])
+	lower := int(binary.LittleEndian.Uint16(p[12:]))
+	if lower < wPageHdr || lower > len(p) {
+		return false
+	}
+	n := (lower - wPageHdr) / 2
+	if fl&wPLeaf2 != 0 {
+		pad := int(binary.LittleEndian.Uint16(p[8:]))
+		for i := 0; pad > 0 && i+1 < n && wPageHdr+(i+2)*pad <= len(p); i++ {
+			at := wPageHdr + i*pad
+			if bytes.Equal(p[at:at+pad], a) && bytes.Equal(p[at+pad:at+2*pad], b) {
+				return true
 			}
-			if c >= 0 {
-				bad = true
-			}
+		}
+		return false
+	}
+	if fl&wPLeaf == 0 {
+		return false
+	}
+	var prev []byte
+	for i := 0; i < n; i++ {
+		off := int(binary.LittleEndian.Uint16(p[wPageHdr+2*i:]))
+		if off+8 > len(p) {
+			prev = nil
+			continue
+		}
+		ks := int(binary.LittleEndian.Uint16(p[off+6:]))
+		if off+8+ks > len(p) {
+			prev = nil
+			continue
+		}
+		k := p[off+8 : off+8+ks]
+		if prev != nil && bytes.Equal(prev, a) && bytes.Equal(k, b) {
+			return true
 		}
 		prev = k
+		nfl := binary.LittleEndian.Uint16(p[off+4:])
+		if top && nfl&wFDupData != 0 && nfl&(wFSubData|wFBigData) == 0 {
+			ds := int(binary.LittleEndian.Uint16(p[off:])) | int(binary.LittleEndian.Uint16(p[off+2:]))<<16
+			if adjacentInPage(p[off+8+ks:min(off+8+ks+ds, len(p))], a, b, false) {
+				return true
+			}
+		}
 	}
 	return false
 }
@@ -1154,13 +1307,9 @@ func (x *corruptRun) readDB(txn *lmdb.Txn, cur *lmdb.Cursor, h dbHandle, phase i
 	case 0:
 		_, err := txn.Stat(h.dbi)
 		x.lmdbErr("stat", err)
-		seen := x.walk(cur, lmdb.First, lmdb.Next, "forward")
-		if !dup && x.outOfOrder(cur, h) {
-			x.disorder++
-		}
-		return seen
+		return x.walk(cur, lmdb.First, lmdb.Next, "forward", &h, 1, false)
 	case 1:
-		return x.walk(cur, lmdb.Last, lmdb.Prev, "backward")
+		return x.walk(cur, lmdb.Last, lmdb.Prev, "backward", &h, -1, false)
 	case 2:
 		if dup {
 			x.readDups(cur, h)
@@ -1187,10 +1336,10 @@ func (x *corruptRun) readDups(cur *lmdb.Cursor, h dbHandle) {
 			}
 			_, err := cur.Count()
 			x.lmdbErr("count", err)
-			x.walk(cur, lmdb.LastDup, lmdb.PrevDup, "prevdup")
-			x.walk(cur, lmdb.FirstDup, lmdb.NextDup, "nextdup")
+			x.walk(cur, lmdb.LastDup, lmdb.PrevDup, "prevdup", &h, -1, true)
+			x.walk(cur, lmdb.FirstDup, lmdb.NextDup, "nextdup", &h, 1, true)
 			if h.flags&lmdb.DupFixed != 0 {
-				x.walk(cur, lmdb.GetMultiple, lmdb.NextMultiple, "multiple")
+				x.walk(cur, lmdb.GetMultiple, lmdb.NextMultiple, "multiple", nil, 0, false)
 			}
 		}
 		for op := uint(lmdb.Last); x.step(); op = lmdb.PrevNoDup {
@@ -1312,7 +1461,8 @@ func (x *corruptRun) writeDB(txn *lmdb.Txn, h dbHandle) {
 		return
 	}
 	defer cur.Close()
-	seen := x.walk(cur, lmdb.First, lmdb.Next, "write walk")
+	// not held to an order: the txn's own page copies are not in the file
+	seen := x.walk(cur, lmdb.First, lmdb.Next, "write walk", nil, 0, false)
 	ok := func(what string, err error) {
 		if err != nil && !lmdb.IsNotFound(err) && !lmdb.IsErrno(err, lmdb.KeyExist) {
 			x.lmdbErr(what, err)
