@@ -9,17 +9,38 @@
  */
 #include "internal.h"
 
+/*
+ * Every change of a slot's x_used / x_seq or of e_numdbs happens under
+ * e_dbimutex, between dbx_change_start and dbx_change_done, which make
+ * e_dbigen odd for the duration.  Txn begin (txn.c) copies those fields
+ * without the mutex and keeps the copy only if it saw the same even
+ * generation before and after; otherwise it copies again under the mutex.
+ * The fields themselves are stored and loaded atomically (relaxed).
+ */
+static void dbx_change_start(MDB_env *env)
+{
+	__atomic_store_n(&env->e_dbigen, env->e_dbigen + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void dbx_change_done(MDB_env *env)
+{
+	__atomic_store_n(&env->e_dbigen, env->e_dbigen + 1, __ATOMIC_RELEASE);
+}
+
 static void dbx_close(MDB_env *env, MDB_dbi dbi)
 {
 	dl_dbx *x = &env->e_dbx[dbi];
+	dbx_change_start(env);
 	free(x->x_name);
 	x->x_name = NULL;
 	x->x_namelen = 0;
-	x->x_used = 0;
+	__atomic_store_n(&x->x_used, 0, __ATOMIC_RELAXED);
 	x->x_cmp = x->x_dcmp = NULL;
 	x->x_rel = NULL;
 	x->x_relctx = NULL;
-	x->x_seq++;
+	__atomic_store_n(&x->x_seq, x->x_seq + 1, __ATOMIC_RELAXED);
+	dbx_change_done(env);
 }
 
 static void dbx_set_cmp(dl_dbx *x, unsigned f)
@@ -120,13 +141,15 @@ int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *db
 	memcpy(dup, name, len + 1);
 	unsigned slot = freeslot ? freeslot : env->e_numdbs;
 	dl_dbx *x = &env->e_dbx[slot];
+	dbx_change_start(env);
 	x->x_name = dup;
 	x->x_namelen = len;
-	x->x_used = 1;
-	x->x_seq++;
+	__atomic_store_n(&x->x_used, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&x->x_seq, x->x_seq + 1, __ATOMIC_RELAXED);
 	dbx_set_cmp(x, rec.d_flags);
 	if (slot >= env->e_numdbs)
-		env->e_numdbs = slot + 1;
+		__atomic_store_n(&env->e_numdbs, slot + 1, __ATOMIC_RELAXED);
+	dbx_change_done(env);
 	if (slot >= txn->t_numdbs)
 		txn->t_numdbs = slot + 1;
 	txn->t_dbs[slot] = rec;

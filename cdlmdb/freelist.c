@@ -15,6 +15,8 @@
 static dl_page *dirty_in_family(MDB_txn *txn, pgno_t pg, int *own)
 {
 	for (MDB_txn *t = txn; t; t = t->t_parent) {
+		if (!t->t_dirty.d_n)
+			continue;	/* nothing in its map (not even a tombstone) */
 		dl_page *p = dlmdb_dirty_find(&t->t_dirty, pg);
 		if (p) {
 			*own = (t == txn);
@@ -43,13 +45,29 @@ static int reclaim_next(MDB_txn *txn)
 	uint64_t want = txn->t_last_reclaimed + 1;
 	MDB_val k = {sizeof want, &want}, d;
 	MDB_cursor mc;
+	txnid_t id;
+	int rc;
+	int ranged = 1;
 	dlmdb_cursor_setup(&mc, txn, DL_FREE_DBI);
-	int rc = dlmdb_cursor_seek(&mc, &k, &d, MDB_SET_RANGE);
-	if (rc)
-		return rc;
+	if (want == 1) {
+		/* a txn's first record is the first key >= 1: the leftmost
+		 * descent finds it without comparing keys.  A first key that is
+		 * not a txnid >= 1 (0 is never written by a commit; other sizes
+		 * only in a damaged file) is left to the range search. */
+		rc = dlmdb_cur_first(&mc, &k, &d);
+		if (rc)
+			return rc;	/* MDB_NOTFOUND: no records, as the range search says */
+		ranged = k.mv_size != sizeof id || (memcpy(&id, k.mv_data, sizeof id), id == 0);
+	}
+	if (ranged) {
+		k.mv_size = sizeof want;
+		k.mv_data = &want;
+		dlmdb_cursor_setup(&mc, txn, DL_FREE_DBI);
+		if ((rc = dlmdb_cursor_seek(&mc, &k, &d, MDB_SET_RANGE)))
+			return rc;
+	}
 	if (k.mv_size != sizeof(txnid_t))
 		return MDB_CORRUPTED;
-	txnid_t id;
 	memcpy(&id, k.mv_data, sizeof id);
 	if (id >= oldest)
 		return MDB_NOTFOUND;
@@ -66,6 +84,15 @@ static int reclaim_next(MDB_txn *txn)
 	 * be dirty in this txn family), and after the merge for a page that
 	 * came in through two records.  (A page that is live in the committed
 	 * tree cannot be told apart here; the checker finds that.) */
+	dl_pgl *r = &txn->t_reclaimed;
+	if ((rc = dlmdb_pgl_reserve(r, r->l_n + cnt)))
+		return rc;
+	/* the dirty lookups only where the family has dirty pages at all
+	 * (a txn's first allocation comes before its first dirty page) */
+	int anydirty = 0;
+	for (MDB_txn *t = txn; t; t = t->t_parent)
+		anydirty |= t->t_dirty.d_n != 0;
+	size_t had = r->l_n;
 	pgno_t prev = 0;
 	/* last to first: the record is descending, so the appended run is
 	 * ascending and the sort below finds it (nearly) in order */
@@ -73,17 +100,19 @@ static int reclaim_next(MDB_txn *txn)
 		pgno_t pg;
 		memcpy(&pg, (char *)d.mv_data + i * sizeof(pgno_t), sizeof pg);
 		if (pg < DL_NMETAS || pg >= txn->t_next_pg || (i < cnt && pg <= prev) ||
-		    dlmdb_page_is_dirty(txn, pg))
+		    (anydirty && dlmdb_page_is_dirty(txn, pg)))
 			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 		prev = pg;
-		if ((rc = dlmdb_pgl_push(&txn->t_reclaimed, pg)))
-			return rc;
+		r->l_v[r->l_n++] = pg;
 	}
-	dl_pgl *r = &txn->t_reclaimed;
-	dlmdb_pgl_sort(r);
-	for (size_t j = 1; j < r->l_n; j++)
-		if (r->l_v[j] == r->l_v[j - 1])
-			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
+	/* the run is strictly ascending: if it starts above what the list
+	 * held, the list is sorted and free of repeats as it stands */
+	if (had && cnt && r->l_v[had] <= r->l_v[had - 1]) {
+		dlmdb_pgl_sort(r);
+		for (size_t j = 1; j < r->l_n; j++)
+			if (r->l_v[j] == r->l_v[j - 1])
+				return DL_TXN_FAIL(txn, MDB_CORRUPTED);
+	}
 	txn->t_last_reclaimed = id;
 	txn->t_nreclaimed++;
 	return 0;
@@ -106,8 +135,16 @@ static int page_alloc_buf(MDB_txn *txn, unsigned n, dl_page **out, int zero)
 		pg = txn->t_loose.l_v[--txn->t_loose.l_n];
 		found = 1;
 	}
+	dl_pgl *r = &txn->t_reclaimed;
+	if (!found && n == 1 && r->l_n) {
+		/* dlmdb_pgl_take_run's single page, inline: the lowest one */
+		pg = r->l_v[0];
+		memmove(r->l_v, r->l_v + 1, (r->l_n - 1) * sizeof(pgno_t));
+		r->l_n--;
+		found = 1;
+	}
 	while (!found) {
-		if (dlmdb_pgl_take_run(&txn->t_reclaimed, n, &pg) == 0) {
+		if (dlmdb_pgl_take_run(r, n, &pg) == 0) {
 			found = 1;
 			break;
 		}
@@ -240,7 +277,7 @@ int dlmdb_page_touch(MDB_txn *txn, dl_page *p, dl_page **out)
 	/* p is committed (not dirty anywhere in the family, checked above):
 	 * its number goes straight to the freed list (dlmdb_page_free) */
 	txn->t_fl_gen++;
-	if ((rc = dlmdb_pgl_push(&txn->t_freed, pg)))
+	if ((rc = dl_pgl_append(&txn->t_freed, pg)))
 		return rc;
 	*out = np;
 	return 0;
@@ -286,12 +323,22 @@ static int put_record(MDB_txn *txn, txnid_t id, const dl_pgl *l, size_t *slots, 
 			return rc;
 		return dlmdb_tree_del_discard(&mc);
 	}
+	int fresh = *slots == 0;	/* not yet written by this save */
 	if (l->l_n > *slots)
 		*slots = l->l_n;
 	if ((rc = build_record(l, *slots, buf, cap)))
 		return rc;
 	d.mv_size = (*slots + 1) * sizeof(pgno_t);
 	d.mv_data = *buf;
+	if (fresh && id == txn->t_id) {
+		/* this txn's own record: its key is above every committed txnid,
+		 * so it goes after the last record without a key search (only a
+		 * damaged free DB can hold a key this high: then the plain put) */
+		rc = dlmdb_tree_put(&mc, &k, &d, MDB_APPEND);
+		if (rc != MDB_KEYEXIST)
+			return rc;
+		dlmdb_cursor_setup(&mc, txn, DL_FREE_DBI);
+	}
 	return dlmdb_tree_put(&mc, &k, &d, 0);
 }
 
@@ -314,8 +361,9 @@ static void work_list_done(MDB_env *env, dl_pgl *l)
 		dlmdb_spare_give(env, l->l_v);	/* every byte holds page data */
 		l->l_v = NULL;
 		l->l_n = l->l_cap = 0;
+	} else if (l->l_v) {
+		dlmdb_pgl_free(l);	/* grown past the page (realloc'd) */
 	}
-	dlmdb_pgl_free(l);
 }
 
 /*

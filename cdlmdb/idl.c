@@ -22,6 +22,11 @@ static int pgl_reserve(dl_pgl *l, size_t want)
 	return 0;
 }
 
+int dlmdb_pgl_reserve(dl_pgl *l, size_t want)
+{
+	return pgl_reserve(l, want);
+}
+
 int dlmdb_pgl_push(dl_pgl *l, pgno_t pg)
 {
 	if (l->l_n == l->l_cap && pgl_reserve(l, l->l_n + 1))
@@ -154,6 +159,7 @@ static int dirty_grow(dl_dirty *d)
 	if (!keys)
 		return ENOMEM;
 	dl_page **pages = (dl_page **)(keys + ncap);
+	uint64_t used = 0;
 	for (size_t i = 0; i < ncap; i++)
 		keys[i] = DIRTY_EMPTY;
 	for (size_t j = 0; j < d->d_cap; j++) {
@@ -165,7 +171,10 @@ static int dirty_grow(dl_dirty *d)
 			i = (i + 1) & (ncap - 1);
 		keys[i] = k;
 		pages[i] = d->d_pages[j];
+		if (ncap <= 64)
+			used |= 1ull << i;
 	}
+	d->d_used = used;
 	free(d->d_keys);
 	d->d_keys = keys;
 	d->d_pages = pages;
@@ -198,6 +207,8 @@ static inline int dirty_store(dl_dirty *d, pgno_t pg, dl_page *p, dl_page **old)
 	if (slot == (size_t)-1) {
 		slot = i;
 		d->d_n++;
+		if (d->d_cap <= 64)
+			d->d_used |= 1ull << slot;
 	}
 	d->d_keys[slot] = pg;
 	d->d_pages[slot] = p;
@@ -286,25 +297,39 @@ void dlmdb_spare_drop_all(MDB_env *env)
 		free(b);
 }
 
+/* Let go of one dirty page buffer of a map being released: a spare if it
+ * is a single page, else freed; under WRITEMAP map pages stay. */
+static inline void release_page(MDB_env *env, int wmap, dl_page *p)
+{
+	if (wmap && dl_in_map(env, p))
+		return;	/* WRITEMAP: the page itself, not a copy */
+	/* branch and leaf copies are exactly one page; overflow runs vary */
+	if (env->e_nspare < DL_SPARE_MAX && !(p->p_flags & DL_P_OVERFLOW) &&
+	    (p->p_flags & (DL_P_BRANCH | DL_P_LEAF))) {
+		memcpy((void *)p, &env->e_spare, sizeof(void *));
+		env->e_spare = p;
+		env->e_nspare++;
+	} else {
+		free(p);
+	}
+}
+
 /* dlmdb_dirty_free(d, 1), keeping single-page buffers as spares. */
 void dlmdb_dirty_release(dl_dirty *d, MDB_env *env)
 {
-	for (size_t i = 0; i < d->d_cap; i++) {
-		pgno_t k = d->d_keys[i];
-		if (k == DIRTY_EMPTY || k == DIRTY_GONE)
-			continue;
-		dl_page *p = d->d_pages[i];
-		if (dl_in_map(env, p))
-			continue;	/* WRITEMAP: the page itself, not a copy */
-		/* branch and leaf copies are exactly one page; overflow runs vary */
-		if (env->e_nspare < DL_SPARE_MAX && !(p->p_flags & DL_P_OVERFLOW) &&
-		    (p->p_flags & (DL_P_BRANCH | DL_P_LEAF))) {
-			memcpy((void *)p, &env->e_spare, sizeof(void *));
-			env->e_spare = p;
-			env->e_nspare++;
-		} else {
-			free(p);
+	/* without WRITEMAP no dirty page lies in the map */
+	int wmap = (env->e_flags & MDB_WRITEMAP) != 0;
+	if (d->d_cap <= 64) {
+		/* small map: only the slots ever filled (d_used) */
+		for (uint64_t m = d->d_used; m; m &= m - 1) {
+			size_t i = (size_t)__builtin_ctzll(m);
+			if (d->d_keys[i] != DIRTY_GONE)
+				release_page(env, wmap, d->d_pages[i]);
 		}
+	} else {
+		for (size_t i = 0; i < d->d_cap; i++)
+			if (d->d_keys[i] < DIRTY_GONE)	/* neither DIRTY_GONE nor DIRTY_EMPTY */
+				release_page(env, wmap, d->d_pages[i]);
 	}
 	if (d->d_cap == DIRTY_MIN_CAP && !env->e_dirty_spare) {
 		/* keep the block, emptied, for the next write txn (dirty_adopt) */
@@ -329,6 +354,7 @@ void dlmdb_dirty_adopt(dl_dirty *d, MDB_env *env)
 	d->d_pages = (dl_page **)(keys + DIRTY_MIN_CAP);
 	d->d_cap = DIRTY_MIN_CAP;
 	d->d_n = 0;
+	d->d_used = 0;
 }
 
 /* free_pages: heap copies only (no caller passes a WRITEMAP txn's map) */

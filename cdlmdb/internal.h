@@ -139,12 +139,21 @@ typedef struct dl_pgl {
 } dl_pgl;
 
 DL_HIDDEN int dlmdb_pgl_push(dl_pgl *l, pgno_t pg);
+DL_HIDDEN int dlmdb_pgl_reserve(dl_pgl *l, size_t want);	/* room for want entries */
 DL_HIDDEN int dlmdb_pgl_push_run(dl_pgl *l, pgno_t pg, unsigned n);
 DL_HIDDEN int dlmdb_pgl_copy(dl_pgl *dst, const dl_pgl *src);
 DL_HIDDEN void dlmdb_pgl_sort(dl_pgl *l);
 DL_HIDDEN int dlmdb_pgl_merge(dl_pgl *l, const pgno_t *v, size_t n);
 DL_HIDDEN int dlmdb_pgl_take_run(dl_pgl *l, unsigned n, pgno_t *out);
 DL_HIDDEN void dlmdb_pgl_free(dl_pgl *l);
+/* dlmdb_pgl_push with the common case (room left) inline */
+static inline int dl_pgl_append(dl_pgl *l, pgno_t pg)
+{
+	if (DL_UNLIKELY(l->l_n == l->l_cap))
+		return dlmdb_pgl_push(l, pg);
+	l->l_v[l->l_n++] = pg;
+	return 0;
+}
 
 /* ---- dirty page map (per write txn) ------------------------------------------- */
 
@@ -152,6 +161,8 @@ typedef struct dl_dirty {
 	pgno_t *d_keys;
 	dl_page **d_pages;
 	size_t d_n, d_cap;	/* d_cap is a power of two or 0 */
+	uint64_t d_used;	/* while d_cap <= 64: bit i set iff slot i was ever
+				 * filled (holds a page or a tombstone; idl.c) */
 } dl_dirty;
 
 DL_HIDDEN dl_page *dlmdb_dirty_find(const dl_dirty *d, pgno_t pg);
@@ -361,6 +372,8 @@ struct MDB_env {
 	dl_reader *e_rslot_spare;
 	uint64_t e_park_tag;
 	pthread_mutex_t e_dbimutex;
+	unsigned e_dbigen;	/* odd while a handle in e_dbx changes (dbi.c): txn begin
+				 * copies the table unlocked if it stayed even and equal */
 	pthread_mutex_t e_wlocal;	/* serialises writers under NOLOCK */
 	void *e_userctx;
 	MDB_assert_func *e_assert;
@@ -604,7 +617,16 @@ DL_HIDDEN MDB_cmp_func *dlmdb_cmp_for(unsigned dbflags);
 /* txn.c */
 DL_HIDDEN int dlmdb_page_get(MDB_txn *txn, pgno_t pg, dl_page **out);
 DL_HIDDEN int dlmdb_txn_usable(MDB_txn *txn, int write);
-DL_HIDDEN void dlmdb_txn_changed(MDB_txn *txn, MDB_cursor *except);
+DL_HIDDEN void dlmdb_txn_cursors_save(MDB_txn *txn, MDB_cursor *except);
+/* A tree of txn changed: its other cursors (all but except and except's
+ * owner) save their position, and t_gen moves on.  Inline: most txns have
+ * no open cursor to save. */
+static inline void dlmdb_txn_changed(MDB_txn *txn, MDB_cursor *except)
+{
+	if (txn->t_cursors)
+		dlmdb_txn_cursors_save(txn, except);
+	txn->t_gen++;
+}
 DL_HIDDEN int dlmdb_db_refresh(MDB_txn *txn, MDB_dbi dbi);
 DL_HIDDEN int dlmdb_dbi_ok(MDB_txn *txn, MDB_dbi dbi);
 
@@ -632,7 +654,9 @@ DL_HIDDEN void dlmdb_pg_add_leaf2(dl_page *p, unsigned i, const void *key);
 DL_HIDDEN unsigned dlmdb_pg_used(const dl_page *p);
 /* The trusted-page table (page.c): direct-mapped, entry = page number |
  * epoch << DL_TRUST_PGBITS */
-#define DL_TRUST_SLOTS 16384u	/* 128 KiB, allocated at the first commit */
+/* 512 KiB, allocated at the first commit: covers a 256 MiB tree of 4 KiB
+ * pages (a 1M-entry DB) without most pages evicting each other */
+#define DL_TRUST_SLOTS 65536u
 #define DL_TRUST_PGBITS 48
 #define DL_TRUST_PGMASK ((1ull << DL_TRUST_PGBITS) - 1)
 DL_HIDDEN int dlmdb_page_validate_walk(MDB_env *env, const dl_page *p);

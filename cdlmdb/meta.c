@@ -206,8 +206,14 @@ int dlmdb_meta_write(MDB_txn *txn)
 {
 	MDB_env *env = txn->t_env;
 	dl_meta m;
-	const dl_meta *cur = dlmdb_meta_newest(env, 0);
-	if (!cur)
+	/* the newest meta, for the fields a commit carries on (magic, version
+	 * and page size, checked here as dlmdb_meta_check would; address, map
+	 * size).  Its DB records and last page, the rest of that check, are
+	 * all replaced below. */
+	const dl_meta *a = meta_in_map(env, 0), *b = meta_in_map(env, 1);
+	const dl_meta *cur = __atomic_load_n(&a->m_txnid, __ATOMIC_ACQUIRE) >
+		__atomic_load_n(&b->m_txnid, __ATOMIC_ACQUIRE) ? a : b;
+	if (meta_identity(cur, env->e_psize))
 		return MDB_CORRUPTED;
 	m = *cur;
 	m.m_mapsize = env->e_mapsize > m.m_mapsize ? env->e_mapsize : m.m_mapsize;

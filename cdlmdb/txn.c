@@ -81,13 +81,12 @@ int dlmdb_txn_usable(MDB_txn *txn, int write)
 	return 0;
 }
 
-void dlmdb_txn_changed(MDB_txn *txn, MDB_cursor *except)
+void dlmdb_txn_cursors_save(MDB_txn *txn, MDB_cursor *except)
 {
 	MDB_cursor *owner = except ? except->c_owner : NULL;
 	for (MDB_cursor *c = txn->t_cursors; c; c = c->c_next)
 		if (c != except && c != owner)
 			dlmdb_cursor_save(c);
-	txn->t_gen++;
 }
 
 int dlmdb_dbi_ok(MDB_txn *txn, MDB_dbi dbi)
@@ -141,13 +140,17 @@ static MDB_txn *txn_alloc(MDB_env *env, int top)
 	MDB_txn *txn = NULL;
 	if (top && __atomic_load_n(&env->e_txn_spare, __ATOMIC_RELAXED))
 		txn = __atomic_exchange_n(&env->e_txn_spare, NULL, __ATOMIC_ACQ_REL);
-	/* malloc (thread cache) and two clears rather than calloc, which
-	 * always takes the slow path of the allocator; two separate clears
-	 * also keep the compiler from turning the pair back into calloc */
+	/* malloc (thread cache) and a clear rather than calloc, which always
+	 * takes the slow path of the allocator.  One library memset for the
+	 * struct and the arrays (cheaper than the compiler's inline clear of
+	 * the struct); the size passes through an empty asm so that the
+	 * compiler cannot match it with the malloc and fold the pair back
+	 * into calloc */
 	if (!txn && !(txn = malloc(sizeof(MDB_txn) + arrays)))
 		return NULL;
-	memset(txn, 0, sizeof(MDB_txn));
-	memset(txn + 1, 0, arrays);
+	size_t clear = sizeof(MDB_txn) + arrays;
+	__asm__("" : "+r"(clear));
+	memset(txn, 0, clear);
 	txn->t_dbs = (dl_dbrec *)(txn + 1);
 	txn->t_dbseq = (unsigned *)(txn->t_dbs + nd);
 	txn->t_dbstate = (unsigned char *)(txn->t_dbseq + nd);
@@ -166,22 +169,38 @@ static void txn_free(MDB_txn *txn)
 	free(txn);
 }
 
-/* Copy the handle table of the environment into a fresh txn. */
-static void txn_dbis_init(MDB_txn *txn)
+static void dbis_copy(MDB_txn *txn, MDB_env *env)
 {
-	MDB_env *env = txn->t_env;
-	pthread_mutex_lock(&env->e_dbimutex);
-	txn->t_numdbs = env->e_numdbs;
-	for (unsigned i = 0; i < txn->t_numdbs; i++) {
-		if (i < DL_CORE_DBS) {
-			txn->t_dbstate[i] = DL_DBS_VALID;
-		} else if (env->e_dbx[i].x_used) {
+	unsigned n = __atomic_load_n(&env->e_numdbs, __ATOMIC_RELAXED);
+	_Static_assert(DL_CORE_DBS == 2, "core DB states");
+	txn->t_numdbs = n;
+	txn->t_dbstate[DL_FREE_DBI] = txn->t_dbstate[DL_MAIN_DBI] = DL_DBS_VALID;
+	for (unsigned i = DL_CORE_DBS; i < n; i++) {
+		if (__atomic_load_n(&env->e_dbx[i].x_used, __ATOMIC_RELAXED)) {
 			txn->t_dbstate[i] = DL_DBS_VALID | DL_DBS_STALE;
-			txn->t_dbseq[i] = env->e_dbx[i].x_seq;
+			txn->t_dbseq[i] = __atomic_load_n(&env->e_dbx[i].x_seq, __ATOMIC_RELAXED);
 		} else {
 			txn->t_dbstate[i] = 0;
 		}
 	}
+}
+
+/* Copy the handle table of the environment into a fresh txn: without the
+ * mutex when no handle changed meanwhile (e_dbigen, see dbi.c).  A second
+ * copy only ever sees as many slots as the first or more (e_numdbs never
+ * shrinks), so it overwrites every state the first one wrote. */
+static void txn_dbis_init(MDB_txn *txn)
+{
+	MDB_env *env = txn->t_env;
+	unsigned gen = __atomic_load_n(&env->e_dbigen, __ATOMIC_ACQUIRE);
+	if (!(gen & 1)) {
+		dbis_copy(txn, env);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&env->e_dbigen, __ATOMIC_RELAXED) == gen)
+			return;
+	}
+	pthread_mutex_lock(&env->e_dbimutex);
+	dbis_copy(txn, env);
 	pthread_mutex_unlock(&env->e_dbimutex);
 }
 
@@ -455,13 +474,14 @@ static int child_begin(MDB_txn *txn, MDB_txn *parent)
 	return 0;
 }
 
-/* Free the scratch buffers.  Most txns use no slot at all: one (vector)
- * compare of the whole pointer array before the per-slot loop. */
+/* Free the scratch buffers.  Most txns use no slot at all: one test of
+ * all the pointers OR'ed together before the per-slot loop. */
 static void scratch_free(MDB_txn *txn)
 {
-	static const char *const none[DL_NSCRATCH];
-	_Static_assert(sizeof none == sizeof txn->t_scratch, "scratch slot array");
-	if (!memcmp(txn->t_scratch, none, sizeof none))
+	uintptr_t any = 0;
+	for (int i = 0; i < DL_NSCRATCH; i++)
+		any |= (uintptr_t)txn->t_scratch[i];
+	if (!any)
 		return;
 	for (int i = 0; i < DL_NSCRATCH; i++) {
 		if (!txn->t_scratch[i])
@@ -473,13 +493,20 @@ static void scratch_free(MDB_txn *txn)
 
 static void txn_free_lists(MDB_txn *txn)
 {
+	/* usually all handed back already (list_return) or never made */
+	if (!((uintptr_t)txn->t_vals | (uintptr_t)txn->t_curbak | (uintptr_t)txn->t_freed.l_v |
+	      (uintptr_t)txn->t_loose.l_v | (uintptr_t)txn->t_reclaimed.l_v |
+	      (uintptr_t)txn->t_dropped.l_v)) {
+		scratch_free(txn);
+		return;
+	}
 	if (txn->t_vals) {
 		free(txn->t_vals);
 		txn->t_vals = NULL;
 	}
 	dl_pgl *ls[4] = {&txn->t_freed, &txn->t_loose, &txn->t_reclaimed, &txn->t_dropped};
 	for (int i = 0; i < 4; i++)
-		if (ls[i]->l_v)	/* usually handed back already (list_return) */
+		if (ls[i]->l_v)
 			dlmdb_pgl_free(ls[i]);
 	if (txn->t_curbak) {
 		free(txn->t_curbak);
@@ -586,22 +613,52 @@ static void read_end(MDB_txn *txn, int keep_slot)
 	txn->t_flags |= DL_T_DONE;
 }
 
+/*
+ * An aborted WRITEMAP txn leaves its page images in free pages of the map:
+ * no snapshot reaches them, but the trusted-page table (page.c) may still
+ * name some of those numbers from an earlier commit, and only images of
+ * committed txns may be trusted.  Every page it built in the map came from
+ * page allocation under a number that now is a live key of its dirty map
+ * (alone, or at the head of an overflow run), or was freed again into
+ * t_loose or t_reclaimed (a run into t_reclaimed, page by page): forget
+ * exactly those numbers, and keep the trust in everything else.
+ */
+static void writemap_abort_untrust(MDB_txn *txn)
+{
+	MDB_env *env = txn->t_env;
+	const dl_dirty *d = &txn->t_dirty;
+	for (size_t i = 0; i < d->d_cap; i++) {
+		pgno_t k = d->d_keys[i];
+		if (k >= ~(pgno_t)0 - 1)
+			continue;
+		if (k >= txn->t_next_pg)
+			continue;
+		const dl_page *p = d->d_pages[i];
+		pgno_t n = (p->p_flags & DL_P_OVERFLOW) ? dl_pg_ovcount(p) : 1;
+		if (n > txn->t_next_pg - k)
+			n = txn->t_next_pg - k;	/* a run never passes the last page */
+		for (pgno_t j = 0; j < n; j++)
+			dl_trust_forget(env, k + j);
+	}
+	const dl_pgl *ls[2] = {&txn->t_loose, &txn->t_reclaimed};
+	for (int l = 0; l < 2; l++)
+		for (size_t i = 0; i < ls[l]->l_n; i++)
+			dl_trust_forget(env, ls[l]->l_v[i]);
+}
+
 static void txn_end(MDB_txn *txn, int committed)
 {
 	MDB_env *env = txn->t_env;
-	dlmdb_dbis_finish(txn, committed);
+	if (txn->t_numdbs > DL_CORE_DBS)	/* else no named DB handle to look at */
+		dlmdb_dbis_finish(txn, committed);
 	if (txn->t_flags & DL_T_RDONLY) {
 		read_end(txn, 0);
 		return;
 	}
 	if (txn->t_parent && !committed)
 		cursors_restore(txn);
-	/* an aborted WRITEMAP txn leaves its page images in free pages of the
-	 * map: no snapshot reaches them, but the trusted-page table (page.c)
-	 * may still name some of those numbers from an earlier commit, and
-	 * only images of committed txns may be trusted */
 	if (!committed && (env->e_flags & MDB_WRITEMAP) && txn->t_fl_gen)
-		dlmdb_trust_reset(env);
+		writemap_abort_untrust(txn);
 	txn_release(txn);
 	if (txn->t_parent) {
 		txn->t_parent->t_child = NULL;
@@ -1023,7 +1080,7 @@ int mdb_txn_commit(MDB_txn *txn)
 	}
 	if (!(txn->t_flags & DL_T_DIRTY) && !txn->t_dirty.d_n)
 		goto done;
-	if ((rc = dlmdb_dbrecs_flush(txn)))
+	if (txn->t_numdbs > DL_CORE_DBS && (rc = dlmdb_dbrecs_flush(txn)))
 		goto fail;
 	if ((rc = dlmdb_freelist_save(txn)))
 		goto fail;
