@@ -55,25 +55,9 @@ int dlmdb_pgl_copy(dl_pgl *dst, const dl_pgl *src)
 	return 0;
 }
 
-static int pg_cmp(const void *a, const void *b)
-{
-	pgno_t x = *(const pgno_t *)a, y = *(const pgno_t *)b;
-	return (x > y) - (x < y);
-}
-
 void dlmdb_pgl_sort(dl_pgl *l)
 {
-	if (l->l_n > 24) {
-		qsort(l->l_v, l->l_n, sizeof(pgno_t), pg_cmp);
-		return;
-	}
-	for (size_t j = 1; j < l->l_n; j++) {	/* short lists: insertion sort */
-		pgno_t x = l->l_v[j];
-		size_t at = j;
-		for (; at > 0 && l->l_v[at - 1] > x; at--)
-			l->l_v[at] = l->l_v[at - 1];
-		l->l_v[at] = x;
-	}
+	dlmdb_sort_pgnos(l->l_v, l->l_n);
 }
 
 /* Append n numbers and re-sort ascending. */

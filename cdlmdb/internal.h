@@ -146,6 +146,9 @@ DL_HIDDEN void dlmdb_pgl_sort(dl_pgl *l);
 DL_HIDDEN int dlmdb_pgl_merge(dl_pgl *l, const pgno_t *v, size_t n);
 DL_HIDDEN int dlmdb_pgl_take_run(dl_pgl *l, unsigned n, pgno_t *out);
 DL_HIDDEN void dlmdb_pgl_free(dl_pgl *l);
+/* sort.c: page numbers ascending; pages by p_pgno ascending */
+DL_HIDDEN void dlmdb_sort_pgnos(pgno_t *v, size_t n);
+DL_HIDDEN void dlmdb_sort_pages(dl_page **list, size_t n);
 /* dlmdb_pgl_push with the common case (room left) inline */
 static inline int dl_pgl_append(dl_pgl *l, pgno_t pg)
 {

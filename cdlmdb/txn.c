@@ -780,12 +780,6 @@ broken:
 	return rc;
 }
 
-static int pg_order(const void *a, const void *b)
-{
-	pgno_t x = (*(dl_page *const *)a)->p_pgno, y = (*(dl_page *const *)b)->p_pgno;
-	return (x > y) - (x < y);
-}
-
 /*
  * WRITEMAP: the dirty pages that already are the map pages of their own
  * numbers need no write, they are in the page cache; drop them from the
@@ -911,18 +905,7 @@ static int write_pages(MDB_txn *txn, pgno_t *lo, pgno_t *hi)
 	}
 	if (env->e_flags & MDB_WRITEMAP)
 		n = writemap_skip(env, list, n, lo, hi);
-	if (n > 24) {
-		qsort(list, n, sizeof *list, pg_order);
-	} else {
-		/* short txns dirty a handful of pages: a plain insertion sort */
-		for (size_t j = 1; j < n; j++) {
-			dl_page *x = list[j];
-			size_t at = j;
-			for (; at > 0 && list[at - 1]->p_pgno > x->p_pgno; at--)
-				list[at] = list[at - 1];
-			list[at] = x;
-		}
-	}
+	dlmdb_sort_pages(list, n);
 #ifdef DLMDB_DEBUG
 	for (size_t j = 1; j < n; j++) {
 		dl_page *q = list[j - 1];
