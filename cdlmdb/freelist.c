@@ -406,8 +406,6 @@ int dlmdb_freelist_save(MDB_txn *txn)
 	if ((rc = save_prefetch(txn)))
 		return rc;
 	txn->t_flags |= DL_T_SAVING;
-	work_list_borrow(txn->t_env, &flist);
-	work_list_borrow(txn->t_env, &rlist);
 	/* the record buffer too: build_record writes every byte it reserves */
 	if ((buf = dlmdb_spare_take_or_new(txn->t_env)))
 		cap = txn->t_env->e_psize;
@@ -446,19 +444,27 @@ int dlmdb_freelist_save(MDB_txn *txn)
 			goto out;
 		}
 		uint64_t gen = txn->t_fl_gen;
-		if ((rc = dlmdb_pgl_copy(&flist, &txn->t_freed)))
-			goto out;
+		/* the working lists are borrowed only when there is something
+		 * to put in them; the freed pages are stored straight from
+		 * t_freed, sorted in place (nothing else cares for its order) */
+		const dl_pgl *fl = &txn->t_freed;
+		if (!rlist.l_v && txn->t_reclaimed.l_n + txn->t_loose.l_n)
+			work_list_borrow(txn->t_env, &rlist);
 		if ((rc = dlmdb_pgl_copy(&rlist, &txn->t_reclaimed)))
 			goto out;
 		if ((rc = dlmdb_pgl_merge(&rlist, txn->t_loose.l_v, txn->t_loose.l_n)))
 			goto out;
-		dlmdb_pgl_sort(&flist);
+		dlmdb_pgl_sort(&txn->t_freed);
 		if (!txn->t_last_reclaimed) {
-			if ((rc = dlmdb_pgl_merge(&flist, rlist.l_v, rlist.l_n)))
+			if (!flist.l_v)
+				work_list_borrow(txn->t_env, &flist);
+			if ((rc = dlmdb_pgl_copy(&flist, &txn->t_freed)) ||
+			    (rc = dlmdb_pgl_merge(&flist, rlist.l_v, rlist.l_n)))
 				goto out;
 			rlist.l_n = 0;
+			fl = &flist;
 		}
-		if ((rc = put_record(txn, txn->t_id, &flist, &fslots, &buf, &cap)))
+		if ((rc = put_record(txn, txn->t_id, fl, &fslots, &buf, &cap)))
 			goto out;
 		/* with no slots yet and nothing to store there is no record
 		 * under t_last_reclaimed to delete: the loop above removed every

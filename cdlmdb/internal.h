@@ -602,6 +602,8 @@ DL_HIDDEN txnid_t dlmdb_oldest_reader(MDB_env *env, txnid_t dflt);
 /* meta.c */
 DL_HIDDEN int dlmdb_meta_read_file(int fd, dl_meta *out, unsigned *psize, int prev);
 DL_HIDDEN const dl_meta *dlmdb_meta_newest(MDB_env *env, int prev);
+/* the same choice without the structural check (the caller does it) */
+DL_HIDDEN const dl_meta *dlmdb_meta_pick(MDB_env *env, int prev);
 DL_HIDDEN int dlmdb_meta_init_file(MDB_env *env, dl_meta *m);
 DL_HIDDEN int dlmdb_meta_write(MDB_txn *txn);
 DL_HIDDEN int dlmdb_meta_check(const dl_meta *m, unsigned psize);
@@ -707,8 +709,8 @@ static inline int dlmdb_page_validate(MDB_env *env, const dl_page *p)
 	return dlmdb_page_validate_walk(env, p);
 }
 /* write txn start on meta cur: keep the trusted pages only if cur is the
- * meta of our own last commit */
-DL_HIDDEN void dlmdb_trust_begin(MDB_env *env, const dl_meta *cur);
+ * meta of our own last commit; returns 1 when it is (and kept them) */
+DL_HIDDEN int dlmdb_trust_begin(MDB_env *env, const dl_meta *cur);
 /* pages list[0..n) were written from images this handle built */
 DL_HIDDEN void dlmdb_trust_note(MDB_env *env, dl_page *const *list, size_t n);
 /* forget every trusted page (failed write, foreign commit, close) */

@@ -152,12 +152,17 @@ const dl_meta *dlmdb_meta_page(MDB_env *env, txnid_t id)
 	return meta_in_map(env, (int)(id & 1));
 }
 
-const dl_meta *dlmdb_meta_newest(MDB_env *env, int prev)
+const dl_meta *dlmdb_meta_pick(MDB_env *env, int prev)
 {
 	dl_meta *a = meta_in_map(env, 0), *b = meta_in_map(env, 1);
 	txnid_t ta = __atomic_load_n(&a->m_txnid, __ATOMIC_ACQUIRE);
 	txnid_t tb = __atomic_load_n(&b->m_txnid, __ATOMIC_ACQUIRE);
-	dl_meta *pick = prev ? (ta < tb ? a : b) : (ta > tb ? a : b);
+	return prev ? (ta < tb ? a : b) : (ta > tb ? a : b);
+}
+
+const dl_meta *dlmdb_meta_newest(MDB_env *env, int prev)
+{
+	const dl_meta *pick = dlmdb_meta_pick(env, prev);
 	/* the choice is by txnid alone (the other page may be mid-rewrite);
 	 * if the chosen one is damaged the caller fails: no fallback */
 	return dlmdb_meta_check(pick, env->e_psize) == 0 ? pick : NULL;
@@ -205,7 +210,9 @@ int dlmdb_meta_init_file(MDB_env *env, dl_meta *m)
 int dlmdb_meta_write(MDB_txn *txn)
 {
 	MDB_env *env = txn->t_env;
-	dl_meta m;
+	/* built where the trusted-page table keeps the meta of our last
+	 * commit (page.c): if the write fails, the reset below clears it */
+	dl_meta *m = &env->e_trust_meta;
 	/* the newest meta, for the fields a commit carries on (magic, version
 	 * and page size, checked here as dlmdb_meta_check would; address, map
 	 * size).  Its DB records and last page, the rest of that check, are
@@ -215,15 +222,15 @@ int dlmdb_meta_write(MDB_txn *txn)
 		__atomic_load_n(&b->m_txnid, __ATOMIC_ACQUIRE) ? a : b;
 	if (meta_identity(cur, env->e_psize))
 		return MDB_CORRUPTED;
-	m = *cur;
-	m.m_mapsize = env->e_mapsize > m.m_mapsize ? env->e_mapsize : m.m_mapsize;
-	m.m_dbs[DL_FREE_DBI] = txn->t_dbs[DL_FREE_DBI];
-	m.m_dbs[DL_MAIN_DBI] = txn->t_dbs[DL_MAIN_DBI];
-	m.m_version = dl_meta_version(cur->m_version, &m.m_dbs[DL_MAIN_DBI],
+	*m = *cur;
+	m->m_mapsize = env->e_mapsize > m->m_mapsize ? env->e_mapsize : m->m_mapsize;
+	m->m_dbs[DL_FREE_DBI] = txn->t_dbs[DL_FREE_DBI];
+	m->m_dbs[DL_MAIN_DBI] = txn->t_dbs[DL_MAIN_DBI];
+	m->m_version = dl_meta_version(cur->m_version, &m->m_dbs[DL_MAIN_DBI],
 		(txn->t_flags & DL_T_EXTFMT) != 0);
-	m.m_dbs[DL_FREE_DBI].d_pad = env->e_psize;
-	m.m_last_pg = txn->t_next_pg - 1;
-	m.m_txnid = txn->t_id;
+	m->m_dbs[DL_FREE_DBI].d_pad = env->e_psize;
+	m->m_last_pg = txn->t_next_pg - 1;
+	m->m_txnid = txn->t_id;
 	off_t base = (off_t)(txn->t_id & 1) * env->e_psize + DL_PAGEHDR;
 	int rc = 0;
 	if (env->e_flags & MDB_WRITEMAP) {
@@ -231,27 +238,27 @@ int dlmdb_meta_write(MDB_txn *txn)
 		 * the two-write path below uses (see the top of this file) */
 		dl_meta *dst = meta_in_map(env, (int)(txn->t_id & 1));
 		__atomic_thread_fence(__ATOMIC_RELEASE);
-		memcpy(dst, &m, offsetof(dl_meta, m_txnid));
-		__atomic_store_n(&dst->m_txnid, m.m_txnid, __ATOMIC_RELEASE);
+		memcpy(dst, m, offsetof(dl_meta, m_txnid));
+		__atomic_store_n(&dst->m_txnid, m->m_txnid, __ATOMIC_RELEASE);
 	} else if (dlmdb_meta_published(env)) {
 		/* readers follow the lock file's id (see the top of this file);
 		 * the fence orders the earlier publication (ours, or the last
 		 * writer's, seen through the writer lock) before the stores of
 		 * this write on weakly ordered CPUs (on x86 it costs nothing) */
 		__atomic_thread_fence(__ATOMIC_RELEASE);
-		rc = pwrite_all(env->e_fd, &m, sizeof m, base);
+		rc = pwrite_all(env->e_fd, m, sizeof *m, base);
 	} else {
 		size_t head = offsetof(dl_meta, m_txnid);
-		rc = pwrite_all(env->e_fd, &m, head, base);
+		rc = pwrite_all(env->e_fd, m, head, base);
 		if (!rc)
-			rc = pwrite_all(env->e_fd, &m.m_txnid, sizeof m.m_txnid,
+			rc = pwrite_all(env->e_fd, &m->m_txnid, sizeof m->m_txnid,
 				base + (off_t)head);
 	}
 	if (rc) {
 		dlmdb_trust_reset(env);
 		return rc;
 	}
-	env->e_trust_meta = m;	/* our commit is the newest: keep trusting our pages */
+	/* e_trust_meta now is our commit, the newest: keep trusting our pages */
 	if (env->e_flags & (MDB_NOSYNC | MDB_NOMETASYNC))
 		return 0;
 	if (env->e_flags & MDB_WRITEMAP) {

@@ -146,10 +146,17 @@ void dlmdb_trust_reset(MDB_env *env)
 	}
 }
 
-void dlmdb_trust_begin(MDB_env *env, const dl_meta *cur)
+int dlmdb_trust_begin(MDB_env *env, const dl_meta *cur)
 {
-	if (env->e_trusted && memcmp(cur, &env->e_trust_meta, sizeof *cur))
+	if (!env->e_trusted)
+		return 0;
+	if (memcmp(cur, &env->e_trust_meta, sizeof *cur)) {
 		dlmdb_trust_reset(env);
+		return 0;
+	}
+	/* equal to the meta our last commit wrote (dlmdb_meta_write), unless
+	 * both are the zeros a reset leaves: then the magic is 0 */
+	return env->e_trust_meta.m_magic == DL_MAGIC;
 }
 
 void dlmdb_trust_note(MDB_env *env, dl_page *const *list, size_t n)

@@ -358,17 +358,26 @@ static int write_begin(MDB_txn *txn)
 	if (rc)
 		return rc;
 	txn->t_slot = NULL;
-	/* under the writer lock no meta page changes: no need to confirm */
-	const dl_meta *m = dlmdb_meta_newest(env, (env->e_flags & MDB_PREVSNAPSHOT) != 0);
-	if (!m || m->m_last_pg + 1 > env->e_maxpg) {
+	/* under the writer lock no meta page changes: no need to confirm.
+	 * The structural check (dlmdb_meta_check) is skipped only for a meta
+	 * equal byte for byte to the one our last commit wrote: that one was
+	 * built from a checked meta's identity fields and this handle's own
+	 * records and last page, which the check would only re-prove */
+	const dl_meta *m = dlmdb_meta_pick(env, (env->e_flags & MDB_PREVSNAPSHOT) != 0);
+	int ours = dlmdb_trust_begin(env, m);
+	DL_ASSERT(!ours || dlmdb_meta_check(m, env->e_psize) == 0);
+	if (!ours && dlmdb_meta_check(m, env->e_psize))
+		rc = MDB_CORRUPTED;
+	else if (m->m_last_pg + 1 > env->e_maxpg)
+		rc = MDB_MAP_RESIZED;
+	if (rc) {
 		dlmdb_wunlock(env);
-		return m ? MDB_MAP_RESIZED : MDB_CORRUPTED;
+		return rc;
 	}
 	txn->t_dbs[DL_FREE_DBI] = m->m_dbs[DL_FREE_DBI];
 	txn->t_dbs[DL_MAIN_DBI] = m->m_dbs[DL_MAIN_DBI];
 	txn->t_id = m->m_txnid;
 	txn->t_next_pg = m->m_last_pg + 1;
-	dlmdb_trust_begin(env, m);
 	if (dlmdb_meta_published(env) &&
 	    __atomic_load_n(&env->e_lck->l_txnid, __ATOMIC_ACQUIRE) != txn->t_id) {
 		/* the last writer died between its meta write and publishing
@@ -875,6 +884,17 @@ static void grow_ahead(MDB_env *env, pgno_t end)
 	fpages_raise(env, (size_t)off / psize);
 }
 
+/* Append the page of dirty-map slot i (if it holds one) to list[0..n). */
+static inline size_t list_slot(dl_dirty *d, size_t i, dl_page **list, size_t n)
+{
+	pgno_t k = d->d_keys[i];
+	if (k >= ~(pgno_t)0 - 1)	/* empty or a tombstone */
+		return n;
+	d->d_pages[i]->p_pgno = k;
+	list[n] = d->d_pages[i];
+	return n + 1;
+}
+
 /* Write all dirty pages, in page order, coalescing neighbours.  [*lo, *hi)
  * gets the span of page numbers a WRITEMAP commit changed in the map. */
 static int write_pages(MDB_txn *txn, pgno_t *lo, pgno_t *hi)
@@ -896,12 +916,13 @@ static int write_pages(MDB_txn *txn, pgno_t *lo, pgno_t *hi)
 	dl_page **list = d->d_n < 32 ? few : malloc((d->d_n + 1) * sizeof(dl_page *));
 	if (!list)
 		return ENOMEM;
-	for (size_t i = 0; i < d->d_cap; i++) {
-		pgno_t k = d->d_keys[i];
-		if (k >= ~(pgno_t)0 - 1)
-			continue;
-		d->d_pages[i]->p_pgno = k;
-		list[n++] = d->d_pages[i];
+	if (d->d_cap <= 64) {
+		/* small map: only the slots ever filled (d_used, idl.c) */
+		for (uint64_t m = d->d_used; m; m &= m - 1)
+			n = list_slot(d, (size_t)__builtin_ctzll(m), list, n);
+	} else {
+		for (size_t i = 0; i < d->d_cap; i++)
+			n = list_slot(d, i, list, n);
 	}
 	if (env->e_flags & MDB_WRITEMAP)
 		n = writemap_skip(env, list, n, lo, hi);
@@ -926,6 +947,14 @@ static int write_pages(MDB_txn *txn, pgno_t *lo, pgno_t *hi)
 		if (end <= __atomic_load_n(&env->e_fpages, __ATOMIC_RELAXED) || end <= file_pages(env))
 			end = 0;
 	}
+	/* the page images are ours once written (page.c, trusted pages): the
+	 * loop notes single pages in the table as it goes (a failure below
+	 * resets the whole table, so an early note never outlives it);
+	 * overflow runs, which need their numbers forgotten instead, and the
+	 * first commit, which makes the table, take dlmdb_trust_note after */
+	pgno_t *trusted = env->e_trusted;
+	uint64_t tag = env->e_trust_epoch << DL_TRUST_PGBITS;
+	int runs = 0;
 	struct iovec iov[64];
 	int rc = 0;
 	size_t i = 0;
@@ -936,7 +965,13 @@ static int write_pages(MDB_txn *txn, pgno_t *lo, pgno_t *hi)
 		size_t total = 0;
 		while (i < n && cnt < 64 && list[i]->p_pgno == next) {
 			dl_page *p = list[i];
-			size_t np = (p->p_flags & DL_P_OVERFLOW) ? dl_pg_ovcount(p) : 1;
+			size_t np = 1;
+			if (p->p_flags & DL_P_OVERFLOW) {
+				np = dl_pg_ovcount(p);
+				runs = 1;
+			} else if (trusted && p->p_pgno <= DL_TRUST_PGMASK) {
+				trusted[p->p_pgno & (DL_TRUST_SLOTS - 1)] = p->p_pgno | tag;
+			}
 			p->p_flags &= ~DL_P_DIRTY;
 			iov[cnt].iov_base = p;
 			iov[cnt].iov_len = np * psize;
@@ -988,11 +1023,10 @@ static int write_pages(MDB_txn *txn, pgno_t *lo, pgno_t *hi)
 			done = 1;
 		}
 	}
-	/* the page images are ours now (page.c, trusted pages); after a
-	 * failure a page may be half written: trust nothing */
+	/* after a failure a page may be half written: trust nothing */
 	if (rc)
 		dlmdb_trust_reset(env);
-	else
+	else if (!trusted || runs)
 		dlmdb_trust_note(env, list, n);
 	if (!rc && end)
 		grow_ahead(env, end);
