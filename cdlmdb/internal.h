@@ -146,9 +146,39 @@ DL_HIDDEN void dlmdb_pgl_sort(dl_pgl *l);
 DL_HIDDEN int dlmdb_pgl_merge(dl_pgl *l, const pgno_t *v, size_t n);
 DL_HIDDEN int dlmdb_pgl_take_run(dl_pgl *l, unsigned n, pgno_t *out);
 DL_HIDDEN void dlmdb_pgl_free(dl_pgl *l);
-/* sort.c: page numbers ascending; pages by p_pgno ascending */
-DL_HIDDEN void dlmdb_sort_pgnos(pgno_t *v, size_t n);
-DL_HIDDEN void dlmdb_sort_pages(dl_page **list, size_t n);
+/* sort.c: page numbers ascending; pages by p_pgno ascending.  Lists of up
+ * to DL_SORT_SHORT take an insertion sort here, longer ones a radix sort. */
+#define DL_SORT_SHORT 24
+DL_HIDDEN void dlmdb_sort_pgnos_long(pgno_t *v, size_t n);
+DL_HIDDEN void dlmdb_sort_pages_long(dl_page **list, size_t n);
+static inline void dlmdb_sort_pgnos(pgno_t *v, size_t n)
+{
+	if (n > DL_SORT_SHORT) {
+		dlmdb_sort_pgnos_long(v, n);
+		return;
+	}
+	for (size_t j = 1; j < n; j++) {
+		pgno_t x = v[j];
+		size_t at = j;
+		for (; at > 0 && v[at - 1] > x; at--)
+			v[at] = v[at - 1];
+		v[at] = x;
+	}
+}
+static inline void dlmdb_sort_pages(dl_page **list, size_t n)
+{
+	if (n > DL_SORT_SHORT) {
+		dlmdb_sort_pages_long(list, n);
+		return;
+	}
+	for (size_t j = 1; j < n; j++) {
+		dl_page *x = list[j];
+		size_t at = j;
+		for (; at > 0 && list[at - 1]->p_pgno > x->p_pgno; at--)
+			list[at] = list[at - 1];
+		list[at] = x;
+	}
+}
 /* dlmdb_pgl_push with the common case (room left) inline */
 static inline int dl_pgl_append(dl_pgl *l, pgno_t pg)
 {

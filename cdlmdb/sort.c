@@ -10,12 +10,11 @@
  * key agrees (the high ones, mostly) costs one counting pass and no moves.
  * The sort is stable, which nothing relies on.
  *
- * Short lists take an insertion sort; if the scratch buffer cannot be had,
- * the C library's qsort does the job.
+ * Short lists (the common case: a small txn dirties a handful of pages)
+ * take an insertion sort inline at the call (internal.h); if the scratch
+ * buffer for a long one cannot be had, the C library's qsort does the job.
  */
 #include "internal.h"
-
-#define DL_SORT_SHORT 24	/* up to this many: insertion sort */
 
 /* A record to sort: its key first.  Page lists sort bare keys (width 8),
  * dirty pages a key and the page's address (width 16). */
@@ -76,18 +75,8 @@ static int page_cmp(const void *a, const void *b)
 	return pgno_cmp(&(*(dl_page *const *)a)->p_pgno, &(*(dl_page *const *)b)->p_pgno);
 }
 
-void dlmdb_sort_pgnos(pgno_t *v, size_t n)
+void dlmdb_sort_pgnos_long(pgno_t *v, size_t n)
 {
-	if (n <= DL_SORT_SHORT) {
-		for (size_t j = 1; j < n; j++) {
-			pgno_t x = v[j];
-			size_t at = j;
-			for (; at > 0 && v[at - 1] > x; at--)
-				v[at] = v[at - 1];
-			v[at] = x;
-		}
-		return;
-	}
 	pgno_t *tmp = malloc(n * sizeof *tmp);
 	if (!tmp) {
 		qsort(v, n, sizeof *v, pgno_cmp);
@@ -97,18 +86,8 @@ void dlmdb_sort_pgnos(pgno_t *v, size_t n)
 	free(tmp);
 }
 
-void dlmdb_sort_pages(dl_page **list, size_t n)
+void dlmdb_sort_pages_long(dl_page **list, size_t n)
 {
-	if (n <= DL_SORT_SHORT) {
-		for (size_t j = 1; j < n; j++) {
-			dl_page *x = list[j];
-			size_t at = j;
-			for (; at > 0 && list[at - 1]->p_pgno > x->p_pgno; at--)
-				list[at] = list[at - 1];
-			list[at] = x;
-		}
-		return;
-	}
 	/* sort (number, address) pairs: the radix passes then read no page */
 	dl_keyed *recs = malloc(2 * n * sizeof *recs);
 	if (!recs) {
