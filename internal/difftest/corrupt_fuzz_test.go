@@ -57,6 +57,7 @@ type corruptBase struct {
 	npages  int
 	entries int // items over all databases (bounds the loops)
 	kinds   map[string][]corruptSpot
+	dbs     []corruptDB // its named databases (openAll, writeSome)
 	err     error
 }
 
@@ -66,11 +67,14 @@ type corruptSpot struct {
 	slot int // node index, when the spot is a node
 }
 
-// The named databases of the pristine file and their flags.
-var corruptDBs = []struct {
+// corruptDB is a named database of a pristine file and its flags.
+type corruptDB struct {
 	name  string
 	flags uint
-}{
+}
+
+// The named databases of the pristine file and their flags.
+var corruptDBs = []corruptDB{
 	{"plain", 0},
 	{"dups", lmdb.DupSort},
 	{"fixed", lmdb.DupSort | lmdb.DupFixed},
@@ -99,7 +103,7 @@ func intKey(v uint64) []byte {
 }
 
 func buildCorruptBase() *corruptBase {
-	cb := &corruptBase{kinds: map[string][]corruptSpot{}}
+	cb := &corruptBase{kinds: map[string][]corruptSpot{}, dbs: corruptDBs}
 	dir, err := os.MkdirTemp("", "corruptfuzz-base-")
 	if err != nil {
 		cb.err = err
@@ -285,14 +289,18 @@ func buildCorruptBase() *corruptBase {
 		cb.err = fmt.Errorf("pristine file of %d bytes: want whole 4096-byte pages, at most 255", len(cb.file))
 		return cb
 	}
-	cb.err = cb.classify()
+	cb.err = cb.classify(corruptKinds)
 	cb.entries += total
 	return cb
 }
 
+// corruptKinds are the kinds of page and node classify finds; a pristine
+// file must hold each kind it is asked for.
+var corruptKinds = []string{"overflow", "free", "leaf2", "counted-branch", "branch", "leaf", "intleaf", "subtree-rec", "subpage", "dbrec", "bignode"}
+
 // classify finds the live pages of the pristine file by kind (for the seeds)
-// and counts its items.
-func (cb *corruptBase) classify() error {
+// and counts its items. Every kind in need must be present.
+func (cb *corruptBase) classify(need []string) error {
 	b := cb.file
 	ps := cb.psize
 	meta := b[wPageHdr:]
@@ -362,7 +370,7 @@ func (cb *corruptBase) classify() error {
 			}
 		}
 	}
-	for _, k := range []string{"overflow", "free", "leaf2", "counted-branch", "branch", "leaf", "intleaf", "subtree-rec", "subpage", "dbrec", "bignode"} {
+	for _, k := range need {
 		if len(cb.kinds[k]) == 0 {
 			return fmt.Errorf("pristine file has no %s page or node", k)
 		}
@@ -651,11 +659,17 @@ func FuzzCorruptFile(f *testing.F) {
 	for _, s := range seeds {
 		f.Add(s)
 	}
+	f.Fuzz(corruptFuzzBody("FuzzCorruptFile", cb))
+}
+
+// corruptFuzzBody is the function a corrupt-file fuzz target (named name)
+// fuzzes: it runs each input on the pristine file cb.
+func corruptFuzzBody(name string, cb *corruptBase) func(*testing.T, []byte) {
 	fuzzing := false
 	if fl := flag.Lookup("test.fuzz"); fl != nil && fl.Value.String() != "" {
 		fuzzing = true
 	}
-	f.Fuzz(func(t *testing.T, in []byte) {
+	return func(t *testing.T, in []byte) {
 		if fuzzing {
 			// a hang is a finding too: fail loudly with every stack
 			done := make(chan struct{})
@@ -666,12 +680,12 @@ func FuzzCorruptFile(f *testing.F) {
 				case <-time.After(2 * time.Minute):
 					buf := make([]byte, 1<<20)
 					n := runtime.Stack(buf, true)
-					panic(fmt.Sprintf("FuzzCorruptFile: input %x still running after 2 minutes\n%s", in, buf[:n]))
+					panic(fmt.Sprintf("%s: input %x still running after 2 minutes\n%s", name, in, buf[:n]))
 				}
 			}()
 		}
 		runCorruptInput(t, cb, in)
-	})
+	}
 }
 
 // runCorruptInput applies the edits of in to a copy of the pristine file and
@@ -1010,7 +1024,7 @@ func (x *corruptRun) openAll(txn *lmdb.Txn) []dbHandle {
 	x.lmdbErr("flags", err)
 	out = append(out, dbHandle{"", root, rfl})
 	known := map[string]bool{}
-	for _, d := range corruptDBs {
+	for _, d := range x.cb.dbs {
 		known[d.name] = true
 		dbi, err := txn.OpenDBI(d.name, 0)
 		x.lmdbErr("open "+d.name, err)
@@ -1433,9 +1447,9 @@ func (x *corruptRun) readCounted(txn *lmdb.Txn, cur *lmdb.Cursor, h dbHandle, se
 func (x *corruptRun) writeSome(env *lmdb.Env) {
 	x.budget = 20*x.cb.entries + 20000
 	errAbort := errors.New("abort on purpose")
-	dropAt := 1 + x.rng.Intn(len(corruptDBs))
+	dropAt := 1 + x.rng.Intn(len(x.cb.dbs))
 	// one txn per database, as for reading; the last one drops a database
-	for i := 0; i <= len(corruptDBs)+1; i++ {
+	for i := 0; i <= len(x.cb.dbs)+1; i++ {
 		err := env.Update(func(txn *lmdb.Txn) error {
 			hs := x.openAll(txn)
 			if i < len(hs) {
