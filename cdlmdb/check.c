@@ -117,12 +117,16 @@ static int audit_dups(struct audit *a, pgno_t pg, const dl_node *nd)
 	if (n == 0)
 		return fail(a, "page %" PRIu64 ": empty sub-page", pg);
 	MDB_val prev = {0, NULL};
+	size_t used = 0;
 	for (unsigned i = 0; i < n; i++) {
 		if (!dl_node_in_page(sp, i, (unsigned)ds))
 			return fail(a, "page %" PRIu64 ": sub-page node %u out of bounds", pg, i);
 		dl_node *sn = dl_pg_node(sp, i);
 		if (dl_pg_slot(sp, i) + DL_NODEHDR + sn->n_ksize + dl_node_dsize(sn) > ds)
 			return fail(a, "page %" PRIu64 ": sub-page node %u too long", pg, i);
+		used += dl_even(DL_NODEHDR + sn->n_ksize + dl_node_dsize(sn));
+		if (used > ds - sp->p_upper)
+			return fail(a, "page %" PRIu64 ": sub-page nodes overlap", pg);
 		MDB_val v = {sn->n_ksize, dl_node_key(sn)};
 		if (prev.mv_data && a->dcmp(&prev, &v) >= 0)
 			return fail(a, "page %" PRIu64 ": duplicates out of order", pg);
@@ -222,6 +226,7 @@ static int walk(struct audit *a, pgno_t pg, unsigned depth, const MDB_val *lo, c
 	if (leaf)
 		a->keys += n;
 	MDB_val prev = {0, NULL};
+	size_t used = 0;
 	for (unsigned i = 0; i < n; i++) {
 		unsigned off = dl_pg_slot(p, i);
 		if (off < p->p_upper || off + DL_NODEHDR > env->e_psize || (off & 1))
@@ -234,6 +239,12 @@ static int walk(struct audit *a, pgno_t pg, unsigned depth, const MDB_val *lo, c
 			extent += dl_pg_cntbytes(p);
 		if (off + extent > env->e_psize)
 			return fail(a, "page %" PRIu64 " node %u runs past the page end", pg, i);
+		/* nodes lie side by side above upper: more node bytes than that
+		 * space holds means two of them overlap (a damaged size) */
+		used += dl_even(extent);
+		if (used > env->e_psize - p->p_upper)
+			return fail(a, "page %" PRIu64 ": nodes overlap (%zu bytes of nodes, %u above upper)",
+				pg, used, env->e_psize - p->p_upper);
 		if (nd->n_ksize > DL_MAXKEY || (nd->n_ksize == 0 && (leaf || i > 0)))
 			return fail(a, "page %" PRIu64 " node %u key size %u", pg, i, nd->n_ksize);
 		MDB_val k = {nd->n_ksize, dl_node_key(nd)};
