@@ -177,15 +177,23 @@ static MDB_env *wt_reopen_a(const char *name)
 	return wt_open(da);
 }
 
+/* Start the owner thread and wait until it has begun its write txn on a
+ * (and put into it); the txn is then main's to end. */
+static pthread_t owner_start(void)
+{
+	pthread_t t;
+	MUST(pthread_create(&t, NULL, owner_main, NULL));
+	step_wait(1);
+	EXPECT_RC(W.rc_begin, 0);
+	return t;
+}
+
 /* The txn ends on main (not its owner), main closes a, then the owner
  * writes to b.  The case the original crash report describes. */
 static void case_end_then_close(const char *name, int how)
 {
 	wt_setup(name);
-	pthread_t t;
-	MUST(pthread_create(&t, NULL, owner_main, NULL));
-	step_wait(1);
-	EXPECT_RC(W.rc_begin, 0);
+	pthread_t t = owner_start();
 	if (how == END_COMMIT)
 		EXPECT_RC(mdb_txn_commit(W.txn), 0);
 	else
@@ -215,10 +223,7 @@ static void case_owner_closes(const char *name)
 {
 	wt_setup(name);
 	W.close_a_here = 1;
-	pthread_t t;
-	MUST(pthread_create(&t, NULL, owner_main, NULL));
-	step_wait(1);
-	EXPECT_RC(W.rc_begin, 0);
+	pthread_t t = owner_start();
 	EXPECT_RC(mdb_txn_commit(W.txn), 0);
 	step_to(2);
 	pthread_join(t, NULL);
@@ -235,10 +240,7 @@ static void case_owner_closes(const char *name)
 static void case_close_live_txn(const char *name)
 {
 	wt_setup(name);
-	pthread_t t;
-	MUST(pthread_create(&t, NULL, owner_main, NULL));
-	step_wait(1);
-	EXPECT_RC(W.rc_begin, 0);
+	pthread_t t = owner_start();
 	mdb_env_close(W.a);	/* also ends (aborts) W.txn */
 	W.a = NULL;
 	step_to(2);
@@ -258,10 +260,7 @@ static void case_stranded_errors(const char *name)
 {
 	wt_setup(name);
 	W.adopt = 1;
-	pthread_t t;
-	MUST(pthread_create(&t, NULL, owner_main, NULL));
-	step_wait(1);
-	EXPECT_RC(W.rc_begin, 0);
+	pthread_t t = owner_start();
 	mdb_txn_abort(W.txn);
 	MDB_txn *txn = NULL;
 	EXPECT_RC(mdb_txn_begin(W.a, NULL, 0, &txn), EDEADLK);
@@ -292,10 +291,7 @@ static void case_owner_exits(const char *name)
 {
 	wt_setup(name);
 	W.exit_early = 1;
-	pthread_t t;
-	MUST(pthread_create(&t, NULL, owner_main, NULL));
-	step_wait(1);
-	EXPECT_RC(W.rc_begin, 0);
+	pthread_t t = owner_start();
 	EXPECT_RC(mdb_txn_commit(W.txn), 0);
 	pthread_join(t, NULL);
 	EXPECT_RC(wt_write(W.a, "later", "recovered"), 0);
@@ -343,9 +339,7 @@ static void case_new_holder(const char *name)
 	wt_setup(name);
 	W.exit_early = 1;
 	pthread_t t, h, w;
-	MUST(pthread_create(&t, NULL, owner_main, NULL));
-	step_wait(1);
-	EXPECT_RC(W.rc_begin, 0);
+	t = owner_start();
 	mdb_txn_abort(W.txn);
 	pthread_join(t, NULL);
 	nh_env = wt_reopen_a(name);
