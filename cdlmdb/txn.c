@@ -841,8 +841,9 @@ static void writemap_untrust(MDB_env *env, const dl_pgl *l)
  * be written: a hole, or space reserved with fallocate, still needs a
  * journalled change when it is first written.)
  *
- * The stretch is an eighth of the file, at least 16 pages, and never past
- * the map.  Pages past the last page a meta names are free space nobody
+ * The stretch is an eighth of the file, at least 16 pages, at most 8 MiB
+ * (the commit that writes it takes that much longer: a bounded stall, once
+ * per 8 MiB of growth in a big file), and never past the map.  Pages past the last page a meta names are free space nobody
  * reads; LMDB ignores how far the file reaches beyond them, and copies
  * stop at the last page.  Under NOSYNC commits flush nothing, so there is
  * nothing to save and the file grows only as pages are written.  Failing
@@ -850,12 +851,16 @@ static void writemap_untrust(MDB_env *env, const dl_pgl *l)
  * an error here is not the commit's: the file just grows later.
  */
 #define DL_GROW_MIN 16	/* pages */
+#define DL_GROW_MAX ((size_t)8 << 20)	/* bytes */
 
 static void grow_ahead(MDB_env *env, pgno_t end)
 {
 	static char zeros[1 << 16];	/* never written */
 	size_t psize = env->e_psize;
-	pgno_t target = end + (end / 8 > DL_GROW_MIN ? end / 8 : DL_GROW_MIN);
+	pgno_t step = end / 8, most = DL_GROW_MAX / psize;
+	if (step > most)
+		step = most;
+	pgno_t target = end + (step > DL_GROW_MIN ? step : DL_GROW_MIN);
 	target = (target + DL_GROW_MIN - 1) / DL_GROW_MIN * DL_GROW_MIN;
 	if (target > env->e_maxpg)
 		target = env->e_maxpg;

@@ -171,6 +171,55 @@ static void capped(void)
 	verify(dir, i - 1);
 }
 
+/* a file of 80 MiB: its eighth would be 10 MiB, so the stretch a synced
+ * commit writes past its last page is the 8 MiB cap (rounded up to 16
+ * pages), not more */
+static void big(void)
+{
+	const char *dir = "build/growahead_big";
+	char data[256];
+	snprintf(data, sizeof data, "%s/data.mdb", dir);
+	tu_fresh_dir(dir);
+	MDB_env *env;
+	MDB_txn *w;
+	MDB_dbi dbi;
+	static char vb[3000];
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_set_mapsize(env, 256u << 20));
+	MUST(mdb_env_open(env, dir, MDB_NOSYNC, 0644));
+	MUST(mdb_txn_begin(env, NULL, 0, &w));
+	MUST(mdb_dbi_open(w, NULL, 0, &dbi));
+	for (unsigned i = 0; i < 20000; i++) {	/* one overflow page each */
+		char kb[16];
+		MDB_val k = {(size_t)snprintf(kb, sizeof kb, "%08u", i), kb}, v = {sizeof vb, vb};
+		MUST(mdb_put(w, dbi, &k, &v, MDB_APPEND));
+	}
+	MUST(mdb_txn_commit(w));
+	mdb_env_close(env);
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_set_mapsize(env, 256u << 20));
+	MUST(mdb_env_open(env, dir, 0, 0644));
+	long long before = pages_of(data);
+	MUST(mdb_txn_begin(env, NULL, 0, &w));
+	MUST(mdb_dbi_open(w, NULL, 0, &dbi));
+	MDB_val k = {8, "zzzzzzzz"}, v = {sizeof vb, vb};
+	MUST(mdb_put(w, dbi, &k, &v, 0));
+	MUST(mdb_txn_commit(w));
+	long long tail = pages_of(data) - ((long long)last_page(env) + 1);
+	EXPECT(before >= 20000);
+	EXPECT(tail >= (8 << 20) / PSIZE && tail < (8 << 20) / PSIZE + 16);
+	fprintf(stderr, "growahead_test: big: %lld pages, %lld zero pages past the last\n", before, tail);
+	MDB_txn *r;
+	MDB_stat st;
+	char msg[256];
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r));
+	MUST(mdb_stat(r, dbi, &st));
+	EXPECT(st.ms_entries == 20001);
+	EXPECT_RC(mdb_txn_check(r, msg, sizeof msg), 0);
+	mdb_txn_abort(r);
+	mdb_env_close(env);
+}
+
 int main(void)
 {
 	long long grew;
@@ -193,5 +242,6 @@ int main(void)
 	fprintf(stderr, "growahead_test: nosync: %lld pages of growth, %u size changes\n", grew, changes);
 
 	capped();
+	big();
 	return tu_finish("growahead_test");
 }
