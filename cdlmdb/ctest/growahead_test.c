@@ -37,6 +37,15 @@ static mdb_size_t last_page(MDB_env *env)
 	return info.me_last_pgno;
 }
 
+static MDB_env *open_env(const char *dir, size_t mapsize, unsigned flags)
+{
+	MDB_env *env;
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_set_mapsize(env, mapsize));
+	MUST(mdb_env_open(env, dir, flags, 0644));
+	return env;
+}
+
 static void put_one(MDB_env *env, unsigned i, int *rc_out)
 {
 	MDB_txn *w;
@@ -81,14 +90,11 @@ static int zeros_from(const char *path, long long from, long long to)
 
 static void verify(const char *dir, unsigned n)
 {
-	MDB_env *env;
 	MDB_txn *r;
 	MDB_dbi dbi;
 	MDB_stat st;
 	char msg[256];
-	MUST(mdb_env_create(&env));
-	MUST(mdb_env_set_mapsize(env, 64 << 20));
-	MUST(mdb_env_open(env, dir, MDB_RDONLY, 0644));
+	MDB_env *env = open_env(dir, 64 << 20, MDB_RDONLY);
 	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r));
 	MUST(mdb_dbi_open(r, NULL, 0, &dbi));
 	MUST(mdb_stat(r, dbi, &st));
@@ -110,10 +116,7 @@ static unsigned grow(const char *dir, unsigned flags, unsigned n, long long *gre
 	char data[256];
 	snprintf(data, sizeof data, "%s/data.mdb", dir);
 	tu_fresh_dir(dir);
-	MDB_env *env;
-	MUST(mdb_env_create(&env));
-	MUST(mdb_env_set_mapsize(env, 64 << 20));
-	MUST(mdb_env_open(env, dir, flags, 0644));
+	MDB_env *env = open_env(dir, 64 << 20, flags);
 	mdb_size_t first = last_page(env);
 	long long size = pages_of(data);
 	unsigned changes = 0;
@@ -156,10 +159,7 @@ static void capped(void)
 	char data[256];
 	snprintf(data, sizeof data, "%s/data.mdb", dir);
 	tu_fresh_dir(dir);
-	MDB_env *env;
-	MUST(mdb_env_create(&env));
-	MUST(mdb_env_set_mapsize(env, 48 * PSIZE));
-	MUST(mdb_env_open(env, dir, 0, 0644));
+	MDB_env *env = open_env(dir, 48 * PSIZE, 0);
 	int rc = 0;
 	unsigned i;
 	for (i = 0; i < 100000 && rc == 0; i++) {
@@ -180,13 +180,10 @@ static void big(void)
 	char data[256];
 	snprintf(data, sizeof data, "%s/data.mdb", dir);
 	tu_fresh_dir(dir);
-	MDB_env *env;
 	MDB_txn *w;
 	MDB_dbi dbi;
 	static char vb[3000];
-	MUST(mdb_env_create(&env));
-	MUST(mdb_env_set_mapsize(env, 256u << 20));
-	MUST(mdb_env_open(env, dir, MDB_NOSYNC, 0644));
+	MDB_env *env = open_env(dir, 256u << 20, MDB_NOSYNC);
 	MUST(mdb_txn_begin(env, NULL, 0, &w));
 	MUST(mdb_dbi_open(w, NULL, 0, &dbi));
 	for (unsigned i = 0; i < 20000; i++) {	/* one overflow page each */
@@ -196,9 +193,7 @@ static void big(void)
 	}
 	MUST(mdb_txn_commit(w));
 	mdb_env_close(env);
-	MUST(mdb_env_create(&env));
-	MUST(mdb_env_set_mapsize(env, 256u << 20));
-	MUST(mdb_env_open(env, dir, 0, 0644));
+	env = open_env(dir, 256u << 20, 0);
 	long long before = pages_of(data);
 	MUST(mdb_txn_begin(env, NULL, 0, &w));
 	MUST(mdb_dbi_open(w, NULL, 0, &dbi));

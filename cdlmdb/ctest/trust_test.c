@@ -202,6 +202,17 @@ typedef struct tt_handle {
 	unsigned char *scribbled;
 } tt_handle;
 
+/* Does slot s of env's table hold an entry of the current epoch?  Then
+ * *pg is its page number. */
+static int current_entry(const MDB_env *env, size_t s, pgno_t *pg)
+{
+	uint64_t e = env->e_trusted[s];
+	if (!e || (e >> DL_TRUST_PGBITS) != env->e_trust_epoch)
+		return 0;
+	*pg = e & DL_TRUST_PGMASK;
+	return 1;
+}
+
 static uint64_t check_clock = 1;
 
 /* at_begin: h just began a write txn; else h's txn just ended */
@@ -213,13 +224,11 @@ static void check_table(tt_handle *h, int at_begin)
 	uint64_t now = ++check_clock;
 	if (!env->e_trusted)
 		return;
-	uint64_t cur = env->e_trust_epoch;
 	size_t psize = M.psize;
 	for (size_t s = 0; s < DL_TRUST_SLOTS; s++) {
-		uint64_t e = env->e_trusted[s];
-		if (!e || (e >> DL_TRUST_PGBITS) != cur)
+		pgno_t pg;
+		if (!current_entry(env, s, &pg))
 			continue;
-		pgno_t pg = e & DL_TRUST_PGMASK;
 		n_entries++;
 		if ((pg & (DL_TRUST_SLOTS - 1)) != s) {
 			fail_at("entry in the wrong slot", who, pg);
@@ -281,13 +290,11 @@ static void mark_foreign_scribbles(tt_handle *h)
 	MDB_env *env = h->env;
 	if (!env->e_trusted)
 		return;
-	uint64_t cur = env->e_trust_epoch;
 	size_t psize = M.psize;
 	for (size_t s = 0; s < DL_TRUST_SLOTS; s++) {
-		uint64_t e = env->e_trusted[s];
-		if (!e || (e >> DL_TRUST_PGBITS) != cur)
+		pgno_t pg;
+		if (!current_entry(env, s, &pg))
 			continue;
-		pgno_t pg = e & DL_TRUST_PGMASK;
 		if (pg >= M.npages || M.reach[pg] == M.gen || !h->tr_at[pg])
 			continue;
 		if (memcmp((const char *)env->e_map + pg * psize, h->tr + pg * psize, psize))
