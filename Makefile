@@ -6,7 +6,7 @@ GOTESTFLAGS ?=
 DLMDB_TEST_SCALE ?= 1
 export DLMDB_TEST_SCALE
 
-.PHONY: test test-c test-go test-asan test-upstream bench bench-quick
+.PHONY: test test-c test-go test-asan test-upstream bench bench-quick stress
 
 ## test: everything — the C engine under ASan+UBSan, the Go side under -race,
 ## the Go-driven engine tests under -asan, then lmdb-go v1.9.3's own
@@ -44,3 +44,10 @@ bench:
 ## bench-quick: reduced sizes (about two minutes on 2 cores), still rewrites README tables.
 bench-quick:
 	$(GO) run ./cmd/benchall -quick -readme README.md
+
+## stress: long randomised runs, not part of `make test` (about 20 minutes):
+## the differential against stock over ~11M operations on fresh seeds, 200
+## ping-pong rounds, and each fuzz target for STRESS_FUZZTIME (2m); one
+## summary line each.  STRESS_SCALE / STRESS_ROUNDS / STRESS_FUZZTIME resize it.
+stress:
+	GO=$(GO) bash internal/stress/run.sh

@@ -114,6 +114,7 @@ func masterSeed(t testing.TB) int64 {
 		case "":
 		case "random":
 			seed = time.Now().UnixNano() & 0x7fffffffffff
+			t.Logf("%s: master seed %d", t.Name(), seed)
 		default:
 			n, err := strconv.ParseInt(s, 10, 64)
 			if err != nil {
