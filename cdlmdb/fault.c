@@ -8,8 +8,9 @@
  * or msync) counted from the last reset fails with a chosen errno, once
  * or from then on (sticky).  A failed write writes nothing (or, asked
  * to, writes everything and still reports the error); a short one
- * writes the first half of what was asked and reports that length, as a
- * write that ran out of space midway does.  A failed sync does not sync:
+ * writes up to the last 4 KiB block boundary inside what was asked and
+ * reports that length, as a write that ran out of space midway does (a
+ * write within one block cannot be cut short: it fails instead).  A failed sync does not sync:
  * what was written stays in the page cache, as after a real EIO.
  */
 #include "internal.h"
@@ -64,16 +65,28 @@ void dlmdb_fault_fake_sync(int on)
 	flt.fake_sync = on;
 }
 
-/* 0: let the call through; 1: cut it short (only a write of more than
- * one byte can be); 2: fail it */
-static int fault_decide(int kind, int site, size_t len)
+/* Where a short write of len bytes at off stops: at the last 4 KiB block
+ * boundary of the file inside the range, as a write that runs out of space
+ * when it needs a new block does; 0 for a write within one block, which
+ * the kernel never tears (it fails whole instead). */
+static size_t short_cut(off_t off, size_t len)
+{
+	if (!len)
+		return 0;
+	off_t b = (off + (off_t)len - 1) & ~(off_t)4095;
+	return b > off ? (size_t)(b - off) : 0;
+}
+
+/* 0: let the call through; 1: cut it short (to cut bytes: only a write
+ * across a block boundary can be); 2: fail it */
+static int fault_decide(int kind, int site, size_t cut)
 {
 	unsigned long n = __atomic_add_fetch(&flt.calls[kind], 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&flt.sites[site], 1, __ATOMIC_RELAXED);
 	unsigned long at = flt.nth[kind];
 	if (!at || n < at || (n > at && !(flt.how[kind] & DL_FAULT_STICKY)))
 		return 0;
-	if (n == at && (flt.how[kind] & DL_FAULT_SHORT) && len > 1) {
+	if (n == at && (flt.how[kind] & DL_FAULT_SHORT) && cut) {
 		__atomic_add_fetch(&flt.shorts, 1, __ATOMIC_RELAXED);
 		return 1;
 	}
@@ -83,9 +96,10 @@ static int fault_decide(int kind, int site, size_t len)
 
 ssize_t dlmdb_io_pwrite(int site, int fd, const void *buf, size_t len, off_t off)
 {
-	int f = fault_decide(DL_FAULT_WRITE, site, len);
+	size_t cut = short_cut(off, len);
+	int f = fault_decide(DL_FAULT_WRITE, site, cut);
 	if (f == 1)
-		return pwrite(fd, buf, len / 2, off);
+		return pwrite(fd, buf, cut, off);
 	if (f && (flt.how[DL_FAULT_WRITE] & DL_FAULT_LEAVE))
 		(void)pwrite(fd, buf, len, off);
 	if (f) {
@@ -100,11 +114,12 @@ ssize_t dlmdb_io_pwritev(int site, int fd, const struct iovec *iov, int cnt, off
 	size_t total = 0;
 	for (int i = 0; i < cnt; i++)
 		total += iov[i].iov_len;
-	int f = fault_decide(DL_FAULT_WRITE, site, cnt <= 64 ? total : 0);
+	size_t cut = cnt <= 64 ? short_cut(off, total) : 0;
+	int f = fault_decide(DL_FAULT_WRITE, site, cut);
 	if (f == 1) {
-		/* the first half of the bytes, cutting the iovec there */
+		/* the bytes up to the cut, cutting the iovec there */
 		struct iovec part[64];
-		size_t want = total / 2;
+		size_t want = cut;
 		int k = 0;
 		for (; k < cnt && want; k++) {
 			part[k] = iov[k];

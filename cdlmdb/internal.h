@@ -642,7 +642,8 @@ DL_HIDDEN int dlmdb_io_msync(int site, void *addr, size_t len, int how);
 #define DL_MSYNC(site, addr, len, how) dlmdb_io_msync(site, addr, len, how)
 /* test control (fault.c): calls are counted per kind from the last reset;
  * armed, the nth call of kind fails with err (a write: writes nothing;
- * DL_FAULT_SHORT: writes a part and returns its length instead;
+ * DL_FAULT_SHORT: writes up to a 4 KiB boundary of the file and returns
+ * that length instead, if the write crosses one;
  * DL_FAULT_LEAVE: writes it all, then fails), and with
  * DL_FAULT_STICKY so does every later call of that kind */
 #define DL_FAULT_WRITE 0

@@ -6,13 +6,16 @@
  * calls by kind (write, sync) and by the step of the commit that makes
  * them, and fails the Nth call of a kind when armed.
  *
- * For each env mode (default, NOMETASYNC, WRITEMAP, NOSYNC) a run of small
+ * For each env mode (default, NOMETASYNC, WRITEMAP, NOSYNC, and NOLOCK,
+ * whose readers choose the meta by the pages' txnids and whose meta goes
+ * out in two writes, body then txnid) a run of small
  * commits (puts of small and overflow values and deletes in the main DB,
  * duplicate puts and deletes in a DUPSORT DB, and a "gen" key naming the
  * commit) is made once without faults, to count its calls.  Then the same
  * run is repeated with the Nth write, or the Nth sync, failing, for every
  * N up to one past that count: with EIO and ENOSPC, once and sticky, and
- * for writes also cut short (half written) once, cut short and then
+ * for writes also cut short (at a 4 KiB boundary of the file) once, cut
+ * short and then
  * failing with ENOSPC for good, or failing with EIO once after writing
  * all their bytes (the meta then is in the file and must be taken back).  Every commit is checked:
  *  - it returns the injected error exactly when a call other than the
@@ -27,7 +30,7 @@
  *    the same files, which holds no panic state: every key and value
  *    against the model, full walks of both DBs, and mdb_txn_check.
  * After the run the handles are closed, and a forked child process (after
- * every run that panicked and every fourth other one; every run at
+ * every third run that panicked and every eighth other one; every run at
  * DLMDB_TEST_SCALE > 1) and then a fresh handle reopen the env and find
  * exactly the last acknowledged state; the fresh handle then commits once
  * more.
@@ -35,7 +38,8 @@
  * Syncs that are not failed are skipped (fault.c's fake-sync switch): the
  * test is about what the engine does with an error, not about the disk,
  * and this keeps it fast on any file system.  FAULT_SEED picks another
- * random stream (the seed is printed).
+ * random stream (the seed is printed); DLMDB_TEST_SCALE=n runs n seeds
+ * from it.
  */
 #include "../internal.h"
 #include "testutil.h"
@@ -351,10 +355,11 @@ static void run(int kind, unsigned long nth, int err, unsigned how, struct tally
 	mdb_env_close(env);
 	check_env(env2, &m, "a second handle after close");
 	mdb_env_close(env2);
-	/* a fresh process: after every run that panicked (the meta may be in
-	 * the file), and after every fourth other one (every one at
-	 * DLMDB_TEST_SCALE > 1); a fork under ASan costs some milliseconds */
-	if (panicked || nth % 4 == 1 || tu_scale() > 1)
+	/* a fresh process: after every third run that panicked (the meta may
+	 * have been in the file) and every eighth other one, and after every
+	 * run at DLMDB_TEST_SCALE > 1 (a fork under ASan costs milliseconds;
+	 * the fresh handle below reopens after every run) */
+	if ((panicked ? nth % 3 == 1 : nth % 8 == 1) || tu_scale() > 1)
 		check_fresh_process(&m);
 	/* a fresh handle, which can commit again */
 	env = open_env();
@@ -374,7 +379,7 @@ int main(void)
 	tu_fresh_dir(DIRF);
 	static const struct { unsigned flags; const char *name; } modes[] = {
 		{0, "default"}, {MDB_NOMETASYNC, "NOMETASYNC"}, {MDB_WRITEMAP, "WRITEMAP"},
-		{MDB_NOSYNC, "NOSYNC"},
+		{MDB_NOSYNC, "NOSYNC"}, {MDB_NOLOCK, "NOLOCK"},
 	};
 	static const struct { int kind, err; unsigned how; const char *name; } faults[] = {
 		{DL_FAULT_WRITE, EIO, 0, "write EIO once"},
@@ -389,17 +394,22 @@ int main(void)
 		{DL_FAULT_SYNC, EIO, DL_FAULT_STICKY, "sync EIO sticky"},
 		{DL_FAULT_SYNC, ENOSPC, DL_FAULT_STICKY, "sync ENOSPC sticky"},
 	};
+	uint64_t seed0 = g_seed;
+	for (int round = 0; round < tu_scale(); round++)
 	for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
+		g_seed = seed0 + (uint64_t)round;
 		g_flags = modes[mi].flags;
 		struct tally t = {0};
 		unsigned long calls[2], grow[1];
-		snprintf(g_case, sizeof g_case, "%s, no fault", modes[mi].name);
+		snprintf(g_case, sizeof g_case, "seed %llu, %s, no fault", (unsigned long long)g_seed,
+			modes[mi].name);
 		run(-1, 0, 0, 0, &t, calls, grow);
 		if (!(g_flags & (MDB_WRITEMAP | MDB_NOSYNC)))
 			EXPECT(grow[0] > 0);	/* the run does reach the grow-ahead write */
 		for (size_t fi = 0; fi < sizeof faults / sizeof faults[0]; fi++) {
 			for (unsigned long n = 1; n <= calls[faults[fi].kind] + 1; n++) {
-				snprintf(g_case, sizeof g_case, "%s, %s at call %lu", modes[mi].name,
+				snprintf(g_case, sizeof g_case, "seed %llu, %s, %s at call %lu",
+					(unsigned long long)g_seed, modes[mi].name,
 					faults[fi].name, n);
 				int before = tu_failures;
 				run(faults[fi].kind, n, faults[fi].err, faults[fi].how, &t, NULL, NULL);
@@ -407,9 +417,9 @@ int main(void)
 					fprintf(stderr, "FAILED CASE: %s\n", g_case);
 			}
 		}
-		printf("%-10s: %lu writes, %lu syncs (%lu grow-ahead) per run; %u runs, %u failed commits, "
+		printf("seed %llu %-10s: %lu writes, %lu syncs (%lu grow-ahead) per run; %u runs, %u failed commits, "
 			"%u panics, %u commits past a failed grow-ahead write, %u past a short write\n",
-			modes[mi].name, calls[0], calls[1], grow[0], t.cases, t.failed_commits, t.panics,
+			(unsigned long long)g_seed, modes[mi].name, calls[0], calls[1], grow[0], t.cases, t.failed_commits, t.panics,
 			t.grow_only, t.shorts_ok);
 		/* every mode meets both kinds of failure */
 		EXPECT(t.failed_commits > t.panics);
