@@ -18,10 +18,14 @@ test-c:
 	$(GO) mod download github.com/PowerDNS/lmdb-go
 	$(MAKE) -C cdlmdb/ctest run
 
-## test-go: vet plus every Go test with the race detector on.
+## test-go: vet plus every Go test with the race detector on; then the
+## fault-injection test of package lmdb, which needs the engine built with
+## its commit I/O hook (-tags dlmdb_faults, see cdlmdb/fault.c).
 test-go:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 45m $(GOTESTFLAGS) ./...
+	$(GO) vet -tags dlmdb_faults ./cdlmdb ./lmdb
+	$(GO) test -race -count=1 -tags dlmdb_faults -run '^TestFault' $(GOTESTFLAGS) ./lmdb
 
 ## test-asan: the Go-driven engine tests again, with the C engine (ours and
 ## stock) built under AddressSanitizer, leak detection on. One lmdb test

@@ -388,6 +388,10 @@ struct MDB_env {
 	/* writer lock stranded by a txn ended on the wrong thread (lock.c):
 	 * 0, or the holder's kernel thread id (-1: not known) */
 	int e_wstrand;
+	/* set (never cleared) when a commit failed at a point where its meta
+	 * may already be in the file (meta.c): every txn begin then answers
+	 * MDB_PANIC until the env is closed and opened again */
+	int e_panic;
 	void *e_spare;		/* page-sized buffers kept for the next write txn */
 	unsigned e_nspare;
 	/* pages this handle wrote itself, direct-mapped by number (page.c):
@@ -612,6 +616,57 @@ static inline void dl_buf_release(const MDB_env *env, void *p)
 	if (p && !dl_in_map(env, p))
 		free(p);
 }
+
+/* ---- the write and sync calls of a commit (fault injection) ----
+ * Every pwrite, pwritev, fdatasync and msync a commit makes goes through
+ * these macros, with the step of the commit that makes it.  A build with
+ * -DDLMDB_FAULTS (the C tests only) routes them through fault.c, which a
+ * test can tell to fail the Nth call of a kind; every other build calls
+ * the system directly, so production code pays nothing for the hook. */
+#define DL_IO_DATA 0	/* data pages */
+#define DL_IO_GROW 1	/* the grow-ahead zero stretch (txn.c) */
+#define DL_IO_DSYNC 2	/* sync of the data pages */
+#define DL_IO_META 3	/* the meta page */
+#define DL_IO_MSYNC 4	/* sync of the meta page */
+#define DL_IO_UNDO 5	/* taking a failed meta back (meta.c) */
+#define DL_IO_NSITES 6
+#ifdef DLMDB_FAULTS
+#include <sys/uio.h>
+DL_HIDDEN ssize_t dlmdb_io_pwrite(int site, int fd, const void *buf, size_t len, off_t off);
+DL_HIDDEN ssize_t dlmdb_io_pwritev(int site, int fd, const struct iovec *iov, int cnt, off_t off);
+DL_HIDDEN int dlmdb_io_fdatasync(int site, int fd);
+DL_HIDDEN int dlmdb_io_msync(int site, void *addr, size_t len, int how);
+#define DL_PWRITE(site, fd, buf, len, off) dlmdb_io_pwrite(site, fd, buf, len, off)
+#define DL_PWRITEV(site, fd, iov, cnt, off) dlmdb_io_pwritev(site, fd, iov, cnt, off)
+#define DL_FDATASYNC(site, fd) dlmdb_io_fdatasync(site, fd)
+#define DL_MSYNC(site, addr, len, how) dlmdb_io_msync(site, addr, len, how)
+/* test control (fault.c): calls are counted per kind from the last reset;
+ * armed, the nth call of kind fails with err (a write: writes nothing;
+ * DL_FAULT_SHORT: writes up to a 4 KiB boundary of the file and returns
+ * that length instead, if the write crosses one;
+ * DL_FAULT_LEAVE: writes it all, then fails), and with
+ * DL_FAULT_STICKY so does every later call of that kind */
+#define DL_FAULT_WRITE 0
+#define DL_FAULT_SYNC 1
+#define DL_FAULT_STICKY 0x1
+#define DL_FAULT_SHORT 0x2
+#define DL_FAULT_LEAVE 0x4	/* a failed write still writes its bytes */
+void dlmdb_fault_reset(void);
+void dlmdb_fault_arm(int kind, unsigned long nth, int err, unsigned how);
+unsigned long dlmdb_fault_calls(int kind);
+/* calls of site that were failed (or cut short) since the last reset */
+unsigned long dlmdb_fault_hits(int site);
+/* calls made at site, and writes cut short, since the last reset */
+unsigned long dlmdb_fault_site_calls(int site);
+unsigned long dlmdb_fault_shorts(void);
+/* on: syncs that are not failed return at once without a syscall */
+void dlmdb_fault_fake_sync(int on);
+#else
+#define DL_PWRITE(site, fd, buf, len, off) pwrite(fd, buf, len, off)
+#define DL_PWRITEV(site, fd, iov, cnt, off) pwritev(fd, iov, cnt, off)
+#define DL_FDATASYNC(site, fd) fdatasync(fd)
+#define DL_MSYNC(site, addr, len, how) msync(addr, len, how)
+#endif
 
 /* ---- cross-file engine functions ------------------------------------------------ */
 

@@ -168,11 +168,11 @@ const dl_meta *dlmdb_meta_newest(MDB_env *env, int prev)
 	return dlmdb_meta_check(pick, env->e_psize) == 0 ? pick : NULL;
 }
 
-static int pwrite_all(int fd, const void *buf, size_t len, off_t off)
+static int pwrite_all(int site, int fd, const void *buf, size_t len, off_t off)
 {
 	const char *p = buf;
 	while (len) {
-		ssize_t n = pwrite(fd, p, len, off);
+		ssize_t n = DL_PWRITE(site, fd, p, len, off);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -199,11 +199,85 @@ int dlmdb_meta_init_file(MDB_env *env, dl_meta *m)
 		p->p_flags = DL_P_META;
 		memcpy((char *)p + DL_PAGEHDR, m, sizeof *m);
 	}
-	int rc = pwrite_all(env->e_fd, buf, DL_NMETAS * ps, 0);
+	int rc = pwrite_all(DL_IO_META, env->e_fd, buf, DL_NMETAS * ps, 0);
 	free(buf);
-	if (!rc && !(env->e_flags & MDB_NOSYNC) && fdatasync(env->e_fd))
+	if (!rc && !(env->e_flags & MDB_NOSYNC) && DL_FDATASYNC(DL_IO_MSYNC, env->e_fd))
 		rc = errno;
 	return rc;
+}
+
+/* Flush the meta page at base (offset of its body) to the disk; site:
+ * the step of the commit it is for (internal.h, fault injection). */
+static int meta_sync(MDB_env *env, off_t base, int site)
+{
+	if (env->e_flags & MDB_WRITEMAP) {
+		/* flush the meta's page (MAPASYNC: only start its writeback,
+		 * like the data pages in txn.c's data_sync) */
+		size_t os = (size_t)sysconf(_SC_PAGESIZE);
+		size_t off = (size_t)base - DL_PAGEHDR;
+		size_t start = off - off % os;
+		int how = (env->e_flags & MDB_MAPASYNC) ? MS_ASYNC : MS_SYNC;
+		return DL_MSYNC(site, env->e_map + start, off + env->e_psize - start, how) ? errno : 0;
+	}
+	return DL_FDATASYNC(site, env->e_fd) ? errno : 0;
+}
+
+/*
+ * A commit that failed once its meta write had begun (the write or the
+ * sync after it returned an error) must stay invisible, but the page may
+ * hold the new meta: in the page cache, where every handle and process
+ * reads the file, and perhaps already on the disk.  Readers of a published
+ * env never look at it (the lock file's id was not moved on), but the next
+ * writer of any handle, a reopen, and the readers that choose by the pages'
+ * txnids would take it as the newest.  So the page gets back what it held
+ * before, the meta of the commit before the last acknowledged one, whose
+ * pages are all still intact (a commit reuses only pages freed before the
+ * previous one); the txnid goes first, so that from the first byte written
+ * back on the page counts as the older one again.  Then the env is marked
+ * panicked: every txn begin answers MDB_PANIC until it is reopened, since
+ * the engine cannot know what the disk holds.
+ *
+ * How far this reaches:
+ *  - without WRITEMAP the new meta got into the page cache only if its
+ *    pwrite did (the failed call was the sync, or a write that reported an
+ *    error after copying some bytes); writing 136 bytes back into a cached
+ *    page does not need the device, so the page cache ends up with the old
+ *    meta and every handle, process and reopen sees the last acknowledged
+ *    commit.  The write back is then synced (unless NOSYNC), best effort.
+ *    If the write back itself fails and the failed write did leave its
+ *    bytes behind, a later writer or reopen can find the failed commit;
+ *    only this env's panic state refuses it.
+ *  - under WRITEMAP the meta was stored through the shared map, which is
+ *    the page cache: the kernel may write it to the disk at any moment
+ *    after the store, before the msync that failed.  Stores cannot fail,
+ *    so taking it back always works in memory: this and every other handle
+ *    and process, and a reopen before the machine goes down, see the last
+ *    acknowledged commit.  The page is then msynced, best effort; if that
+ *    too fails (the device is failing) the disk may keep the failed
+ *    commit's meta, and since its data pages were synced before it, a
+ *    reopen after a crash or power loss can show the failed commit.
+ *  - the same holds, without WRITEMAP, for a crash before the page written
+ *    back reaches the disk: what survives a power loss after a failed sync
+ *    is not in the engine's hands.
+ */
+static void meta_take_back(MDB_env *env, const dl_meta *old, off_t base)
+{
+	size_t head = offsetof(dl_meta, m_txnid);
+	int rc = 0;
+	if (env->e_flags & MDB_WRITEMAP) {
+		dl_meta *dst = (dl_meta *)(env->e_map + (size_t)base);
+		__atomic_store_n(&dst->m_txnid, old->m_txnid, __ATOMIC_RELEASE);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		memcpy(dst, old, head);
+	} else {
+		rc = pwrite_all(DL_IO_UNDO, env->e_fd, &old->m_txnid, sizeof old->m_txnid,
+			base + (off_t)head);
+		if (!rc)
+			rc = pwrite_all(DL_IO_UNDO, env->e_fd, old, head, base);
+	}
+	if (!rc && !(env->e_flags & MDB_NOSYNC))
+		(void)meta_sync(env, base, DL_IO_UNDO);
+	__atomic_store_n(&env->e_panic, 1, __ATOMIC_SEQ_CST);
 }
 
 /* Write the meta page for a committing top-level write txn. */
@@ -232,11 +306,13 @@ int dlmdb_meta_write(MDB_txn *txn)
 	m->m_last_pg = txn->t_next_pg - 1;
 	m->m_txnid = txn->t_id;
 	off_t base = (off_t)(txn->t_id & 1) * env->e_psize + DL_PAGEHDR;
+	/* what the page holds now, to take the write back if it fails */
+	dl_meta *dst = meta_in_map(env, (int)(txn->t_id & 1));
+	dl_meta old = *dst;
 	int rc = 0;
 	if (env->e_flags & MDB_WRITEMAP) {
 		/* the map is writable: stores instead of a syscall, in the order
 		 * the two-write path below uses (see the top of this file) */
-		dl_meta *dst = meta_in_map(env, (int)(txn->t_id & 1));
 		__atomic_thread_fence(__ATOMIC_RELEASE);
 		memcpy(dst, m, offsetof(dl_meta, m_txnid));
 		__atomic_store_n(&dst->m_txnid, m->m_txnid, __ATOMIC_RELEASE);
@@ -246,31 +322,21 @@ int dlmdb_meta_write(MDB_txn *txn)
 		 * writer's, seen through the writer lock) before the stores of
 		 * this write on weakly ordered CPUs (on x86 it costs nothing) */
 		__atomic_thread_fence(__ATOMIC_RELEASE);
-		rc = pwrite_all(env->e_fd, m, sizeof *m, base);
+		rc = pwrite_all(DL_IO_META, env->e_fd, m, sizeof *m, base);
 	} else {
 		size_t head = offsetof(dl_meta, m_txnid);
-		rc = pwrite_all(env->e_fd, m, head, base);
+		rc = pwrite_all(DL_IO_META, env->e_fd, m, head, base);
 		if (!rc)
-			rc = pwrite_all(env->e_fd, &m->m_txnid, sizeof m->m_txnid,
+			rc = pwrite_all(DL_IO_META, env->e_fd, &m->m_txnid, sizeof m->m_txnid,
 				base + (off_t)head);
 	}
+	/* e_trust_meta now is our commit, the newest: keep trusting our
+	 * pages, unless the write or its sync fails */
+	if (!rc && !(env->e_flags & (MDB_NOSYNC | MDB_NOMETASYNC)))
+		rc = meta_sync(env, base, DL_IO_MSYNC);
 	if (rc) {
+		meta_take_back(env, &old, base);
 		dlmdb_trust_reset(env);
-		return rc;
 	}
-	/* e_trust_meta now is our commit, the newest: keep trusting our pages */
-	if (env->e_flags & (MDB_NOSYNC | MDB_NOMETASYNC))
-		return 0;
-	if (env->e_flags & MDB_WRITEMAP) {
-		/* flush the meta's page (MAPASYNC: only start its writeback,
-		 * like the data pages in txn.c's data_sync) */
-		size_t os = (size_t)sysconf(_SC_PAGESIZE);
-		size_t off = (size_t)base - DL_PAGEHDR;
-		size_t start = off - off % os;
-		int how = (env->e_flags & MDB_MAPASYNC) ? MS_ASYNC : MS_SYNC;
-		return msync(env->e_map + start, off + env->e_psize - start, how) ? errno : 0;
-	}
-	if (fdatasync(env->e_fd))
-		return errno;
-	return 0;
+	return rc;
 }

@@ -534,6 +534,8 @@ int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags, MDB_txn **o
 		return EINVAL;
 	if (flags & ~(MDB_RDONLY | MDB_NOSYNC | MDB_NOMETASYNC))
 		return EINVAL;
+	if (DL_UNLIKELY(__atomic_load_n(&env->e_panic, __ATOMIC_ACQUIRE)))
+		return MDB_PANIC;	/* a failed commit's meta may be in the file (meta.c) */
 	if ((env->e_flags & MDB_RDONLY) && !(flags & MDB_RDONLY))
 		return EACCES;
 	if (parent) {
@@ -703,6 +705,8 @@ int mdb_txn_renew(MDB_txn *txn)
 	if (!txn || !(txn->t_flags & DL_T_RDONLY) || !(txn->t_flags & DL_T_DONE))
 		return EINVAL;
 	MDB_env *env = txn->t_env;
+	if (DL_UNLIKELY(__atomic_load_n(&env->e_panic, __ATOMIC_ACQUIRE)))
+		return MDB_PANIC;
 	memset(txn->t_dbstate, 0, env->e_maxdbs);
 	int rc = read_begin(txn);
 	if (rc)
@@ -879,7 +883,7 @@ static void grow_ahead(MDB_env *env, pgno_t end)
 			iov[cnt].iov_len = len;
 			want += len;
 		}
-		ssize_t w = pwritev(env->e_fd, iov, cnt, off);
+		ssize_t w = DL_PWRITEV(DL_IO_GROW, env->e_fd, iov, cnt, off);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
@@ -989,8 +993,9 @@ static int write_pages(MDB_txn *txn, pgno_t *lo, pgno_t *hi)
 		while (!done) {
 			/* a lone page (the common case in small txns) takes the
 			 * plain pwrite path, which skips the iovec import */
-			ssize_t w = cnt == 1 ? pwrite(env->e_fd, iov[0].iov_base, iov[0].iov_len, off)
-					     : pwritev(env->e_fd, iov, cnt, off);
+			ssize_t w = cnt == 1 ?
+				DL_PWRITE(DL_IO_DATA, env->e_fd, iov[0].iov_base, iov[0].iov_len, off) :
+				DL_PWRITEV(DL_IO_DATA, env->e_fd, iov, cnt, off);
 			if (w < 0 && errno == EINTR)
 				continue;
 			if (w < 0) {
@@ -1012,7 +1017,7 @@ static int write_pages(MDB_txn *txn, pgno_t *lo, pgno_t *hi)
 					off += (off_t)left;
 					left = 0;
 					while (rem) {
-						ssize_t x = pwrite(env->e_fd, b, rem, off);
+						ssize_t x = DL_PWRITE(DL_IO_DATA, env->e_fd, b, rem, off);
 						if (x < 0 && errno == EINTR)
 							continue;
 						if (x <= 0) {
@@ -1056,14 +1061,14 @@ static int data_sync(MDB_env *env, pgno_t lo, pgno_t hi)
 	if (env->e_flags & MDB_NOSYNC)
 		return 0;
 	if (!(env->e_flags & MDB_WRITEMAP))
-		return fdatasync(env->e_fd) ? errno : 0;
+		return DL_FDATASYNC(DL_IO_DSYNC, env->e_fd) ? errno : 0;
 	if (lo >= hi)
 		return 0;
 	size_t os = (size_t)sysconf(_SC_PAGESIZE);
 	size_t start = (size_t)lo * env->e_psize, end = (size_t)hi * env->e_psize;
 	start -= start % os;	/* msync wants an address on an OS page boundary */
 	int how = (env->e_flags & MDB_MAPASYNC) ? MS_ASYNC : MS_SYNC;
-	return msync(env->e_map + start, end - start, how) ? errno : 0;
+	return DL_MSYNC(DL_IO_DSYNC, env->e_map + start, end - start, how) ? errno : 0;
 }
 
 int mdb_txn_commit(MDB_txn *txn)
@@ -1106,13 +1111,21 @@ int mdb_txn_commit(MDB_txn *txn)
 		goto fail;
 	if ((rc = dlmdb_freelist_save(txn)))
 		goto fail;
+	/*
+	 * A commit that fails from here on must leave no trace (meta.c,
+	 * meta_take_back): the pages go to numbers no snapshot uses, so a
+	 * failed or short data write or data sync only fails the commit, and
+	 * the previous meta stays the newest; a failure once the meta write
+	 * has begun takes the meta back and marks the env panicked.
+	 */
 	pgno_t lo = DL_NO_PAGE, hi = 0;
 	if ((rc = write_pages(txn, &lo, &hi)))
 		goto fail;
-	if ((rc = data_sync(env, lo, hi)))
+	if ((rc = data_sync(env, lo, hi)) || (rc = dlmdb_meta_write(txn))) {
+		/* the images this txn wrote are free pages again: trust none */
+		dlmdb_trust_reset(env);
 		goto fail;
-	if ((rc = dlmdb_meta_write(txn)))
-		goto fail;
+	}
 	/* publish the commit: readers choose the meta by this id (meta.c) */
 	if (env->e_lck)
 		__atomic_store_n(&env->e_lck->l_txnid, txn->t_id, __ATOMIC_RELEASE);

@@ -1,0 +1,162 @@
+/*
+ * fault.c - fault injection in the write and sync calls of a commit.
+ *
+ * Compiled to something only with -DDLMDB_FAULTS (the C tests): the
+ * DL_PWRITE / DL_PWRITEV / DL_FDATASYNC / DL_MSYNC macros of internal.h
+ * then come here instead of calling the system.  A test arms one fault
+ * at a time: the nth write (pwrite or pwritev) or the nth sync (fdatasync
+ * or msync) counted from the last reset fails with a chosen errno, once
+ * or from then on (sticky).  A failed write writes nothing (or, asked
+ * to, writes everything and still reports the error); a short one
+ * writes up to the last 4 KiB block boundary inside what was asked and
+ * reports that length, as a write that ran out of space midway does (a
+ * write within one block cannot be cut short: it fails instead).  A failed sync does not sync:
+ * what was written stays in the page cache, as after a real EIO.
+ */
+#include "internal.h"
+
+#ifdef DLMDB_FAULTS
+
+static struct {
+	unsigned long nth[2];	/* 0: not armed */
+	int err[2];
+	unsigned how[2];
+	unsigned long calls[2];
+	unsigned long hits[DL_IO_NSITES];	/* failed calls */
+	unsigned long sites[DL_IO_NSITES];	/* all calls */
+	unsigned long shorts;
+	int fake_sync;
+} flt;
+
+void dlmdb_fault_reset(void)
+{
+	memset(&flt, 0, sizeof flt);
+}
+
+void dlmdb_fault_arm(int kind, unsigned long nth, int err, unsigned how)
+{
+	flt.nth[kind] = nth;
+	flt.err[kind] = err;
+	flt.how[kind] = how;
+}
+
+unsigned long dlmdb_fault_calls(int kind)
+{
+	return __atomic_load_n(&flt.calls[kind], __ATOMIC_RELAXED);
+}
+
+unsigned long dlmdb_fault_hits(int site)
+{
+	return __atomic_load_n(&flt.hits[site], __ATOMIC_RELAXED);
+}
+
+unsigned long dlmdb_fault_site_calls(int site)
+{
+	return __atomic_load_n(&flt.sites[site], __ATOMIC_RELAXED);
+}
+
+unsigned long dlmdb_fault_shorts(void)
+{
+	return __atomic_load_n(&flt.shorts, __ATOMIC_RELAXED);
+}
+
+void dlmdb_fault_fake_sync(int on)
+{
+	flt.fake_sync = on;
+}
+
+/* Where a short write of len bytes at off stops: at the last 4 KiB block
+ * boundary of the file inside the range, as a write that runs out of space
+ * when it needs a new block does; 0 for a write within one block, which
+ * the kernel never tears (it fails whole instead). */
+static size_t short_cut(off_t off, size_t len)
+{
+	if (!len)
+		return 0;
+	off_t b = (off + (off_t)len - 1) & ~(off_t)4095;
+	return b > off ? (size_t)(b - off) : 0;
+}
+
+/* 0: let the call through; 1: cut it short (to cut bytes: only a write
+ * across a block boundary can be); 2: fail it */
+static int fault_decide(int kind, int site, size_t cut)
+{
+	unsigned long n = __atomic_add_fetch(&flt.calls[kind], 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&flt.sites[site], 1, __ATOMIC_RELAXED);
+	unsigned long at = flt.nth[kind];
+	if (!at || n < at || (n > at && !(flt.how[kind] & DL_FAULT_STICKY)))
+		return 0;
+	if (n == at && (flt.how[kind] & DL_FAULT_SHORT) && cut) {
+		__atomic_add_fetch(&flt.shorts, 1, __ATOMIC_RELAXED);
+		return 1;
+	}
+	__atomic_add_fetch(&flt.hits[site], 1, __ATOMIC_RELAXED);
+	return 2;
+}
+
+ssize_t dlmdb_io_pwrite(int site, int fd, const void *buf, size_t len, off_t off)
+{
+	size_t cut = short_cut(off, len);
+	int f = fault_decide(DL_FAULT_WRITE, site, cut);
+	if (f == 1)
+		return pwrite(fd, buf, cut, off);
+	if (f && (flt.how[DL_FAULT_WRITE] & DL_FAULT_LEAVE))
+		(void)pwrite(fd, buf, len, off);
+	if (f) {
+		errno = flt.err[DL_FAULT_WRITE];
+		return -1;
+	}
+	return pwrite(fd, buf, len, off);
+}
+
+ssize_t dlmdb_io_pwritev(int site, int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	size_t total = 0;
+	for (int i = 0; i < cnt; i++)
+		total += iov[i].iov_len;
+	size_t cut = cnt <= 64 ? short_cut(off, total) : 0;
+	int f = fault_decide(DL_FAULT_WRITE, site, cut);
+	if (f == 1) {
+		/* the bytes up to the cut, cutting the iovec there */
+		struct iovec part[64];
+		size_t want = cut;
+		int k = 0;
+		for (; k < cnt && want; k++) {
+			part[k] = iov[k];
+			if (part[k].iov_len > want)
+				part[k].iov_len = want;
+			want -= part[k].iov_len;
+		}
+		return pwritev(fd, part, k, off);
+	}
+	if (f && (flt.how[DL_FAULT_WRITE] & DL_FAULT_LEAVE))
+		(void)pwritev(fd, iov, cnt, off);
+	if (f) {
+		errno = flt.err[DL_FAULT_WRITE];
+		return -1;
+	}
+	return pwritev(fd, iov, cnt, off);
+}
+
+int dlmdb_io_fdatasync(int site, int fd)
+{
+	if (fault_decide(DL_FAULT_SYNC, site, 0)) {
+		errno = flt.err[DL_FAULT_SYNC];
+		return -1;
+	}
+	return flt.fake_sync ? 0 : fdatasync(fd);
+}
+
+int dlmdb_io_msync(int site, void *addr, size_t len, int how)
+{
+	if (fault_decide(DL_FAULT_SYNC, site, 0)) {
+		errno = flt.err[DL_FAULT_SYNC];
+		return -1;
+	}
+	return flt.fake_sync ? 0 : msync(addr, len, how);
+}
+
+#else
+/* without the hook this file holds nothing (ISO C wants a declaration) */
+typedef int dl_fault_unused;
+#endif
