@@ -47,8 +47,9 @@ func TestStockOverOursOddDupFixed(t *testing.T) {
 	m := &ppModel{}
 	m.ensure(db)
 	val := func() string { return string(ppDupVal(r, db)) }
-	// write: txns of ops random changes; keepLast: deletes leave every key
-	// at least one value and nothing is added
+	// write: txns txns of ops random changes each (fill: the first txn
+	// first fills 128 keys); onlyDel: nothing is added and deletes leave
+	// every key at least one value
 	write := func(eng engine, txns, ops int, fill, onlyDel bool) {
 		t.Helper()
 		env, err := eng.openEnv(dir, envOpts{mapSize: 256 << 20, maxDBs: 8})
