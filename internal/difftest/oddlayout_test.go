@@ -100,9 +100,11 @@ func TestStockOverOursOddDupFixed(t *testing.T) {
 				if onlyDel {
 					keep = 1
 				}
-				for n := 1 + r.Intn(6); n > 0 && len(vals) > keep; n-- {
-					s := sortedDups(db, vals)
-					v := s[r.Intn(len(s))]
+				s := sortedDups(db, vals)
+				for n := 1 + r.Intn(6); n > 0 && len(s) > keep; n-- {
+					i := r.Intn(len(s))
+					v := s[i]
+					s = append(s[:i], s[i+1:]...)
 					if err := txn.del(dbi, []byte(key), []byte(v)); err != nil {
 						t.Fatalf("%s: del: %v", eng.name(), err)
 					}
