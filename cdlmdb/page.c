@@ -125,30 +125,67 @@ static size_t node_extent(const dl_page *p, const dl_node *nd)
 	return sz + dl_pg_cntbytes(p);
 }
 
+/* 1 if leaf node nd holds an inline LEAF2 sub-page of an odd size (as our
+ * releases before the even rule wrote them; FORMAT.md) */
+static int odd_leaf2_subpage(const dl_node *nd)
+{
+	size_t ds = dl_node_dsize(nd);
+	uint16_t spflags;
+	if (nd->n_flags != DL_N_DUP || !(ds & 1) || ds < DL_PAGEHDR)
+		return 0;
+	memcpy(&spflags, (const char *)dl_node_data(nd) + offsetof(dl_page, p_flags), sizeof spflags);
+	return (spflags & DL_P_LEAF2) != 0;
+}
+
 int dlmdb_pg_relayout(dl_page *np, const dl_page *p, unsigned psize)
 {
 	unsigned n = dl_pg_nkeys(p), odd = p->p_upper;
+	int leaf = dl_pg_is_leaf(p);
 	if (dl_pg_is_leaf2(p))
 		return 0;
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
 		odd |= dl_pg_slot(p, i);
+		if (leaf && odd_leaf2_subpage(dl_pg_node(p, i)))
+			odd |= 1;
+	}
 	if (!(odd & 1))
 		return 0;
 	/* p passed dlmdb_page_validate: every node lies inside it.  The
 	 * copy gets the nodes packed from the page end, each at an even
-	 * offset with an even length, in slot order. */
-	size_t need = 0;
-	for (unsigned i = 0; i < n; i++)
-		need += dl_even(node_extent(p, dl_pg_node(p, i)));
+	 * offset with an even length, in slot order; an odd-sized LEAF2
+	 * sub-page gets a byte of slack (so stock LMDB never shrinks it by an
+	 * odd amount) if the page has room for all of those bytes. */
+	size_t need = 0, needpad = 0;
+	for (unsigned i = 0; i < n; i++) {
+		const dl_node *nd = dl_pg_node(p, i);
+		size_t len = node_extent(p, nd);
+		need += dl_even(len);
+		needpad += dl_even(len + (leaf && odd_leaf2_subpage(nd)));
+	}
 	if (need > psize - p->p_lower)
 		return MDB_CORRUPTED;
+	int pad = needpad <= psize - p->p_lower;
 	indx_t *s = dl_pg_slots(np);
 	unsigned upper = psize;
 	for (unsigned i = 0; i < n; i++) {
 		const dl_node *nd = dl_pg_node(p, i);
 		size_t len = node_extent(p, nd);
-		upper -= (unsigned)dl_even(len);
-		memcpy((char *)np + upper, nd, len);
+		int grow = pad && leaf && odd_leaf2_subpage(nd);
+		upper -= (unsigned)dl_even(len + grow);
+		dl_node *nn = (dl_node *)((char *)np + upper);
+		memcpy(nn, nd, len);
+		if (grow) {
+			/* the slack byte goes at the sub-page's end: its upper
+			 * moves up by one, its values stay where they are */
+			uint16_t spu;
+			char *sp = dl_node_data(nn);
+			memcpy(&spu, sp + offsetof(dl_page, p_upper), sizeof spu);
+			spu++;
+			memcpy(sp + offsetof(dl_page, p_upper), &spu, sizeof spu);
+			dl_node_set_dsize(nn, dl_node_dsize(nn) + 1);
+			((char *)np)[upper + len] = 0;
+			len++;
+		}
 		if (len & 1)
 			((char *)np)[upper + len] = 0;
 		s[i] = (indx_t)upper;
@@ -271,7 +308,8 @@ int dlmdb_page_validate_walk(MDB_env *env, const dl_page *p)
 			if (off + sz > psize)
 				return MDB_CORRUPTED;
 			total += sz;
-			odd |= off;
+			/* an odd offset, or an inline sub-page of an odd size */
+			odd |= off | (nd->n_flags == DL_N_DUP ? (unsigned)dl_node_dsize(nd) : 0u);
 		}
 	} else {
 		unsigned cb = DL_NODEHDR + dl_pg_cntbytes(p);
@@ -291,8 +329,9 @@ int dlmdb_page_validate_walk(MDB_env *env, const dl_page *p)
 	}
 	if (total > psize - p->p_upper)
 		return MDB_CORRUPTED;
-	/* a page with an odd offset is not trusted: dlmdb_page_touch then
-	 * finds it untrusted and lays its copy out again (dlmdb_pg_relayout) */
+	/* a page with an odd offset (or an odd-sized sub-page) is not
+	 * trusted: dlmdb_page_touch then finds it untrusted and lays its copy
+	 * out again (dlmdb_pg_relayout) */
 	if (odd & 1)
 		return 0;
 	/* the walk passed: remember it like a page we wrote.  A committed page

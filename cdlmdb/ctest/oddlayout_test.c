@@ -145,8 +145,9 @@ static void both_read(const char *dir, const char *what)
 }
 
 /* Leaf-page slots at odd offsets in the data file (4 KiB pages; pages
- * whose header names their own number). */
-static size_t odd_offsets(const char *dir)
+ * whose header names their own number); *oddsub: inline LEAF2 sub-pages
+ * of an odd size on those pages. */
+static size_t odd_scan(const char *dir, size_t *oddsub)
 {
 	char path[256];
 	snprintf(path, sizeof path, "%s/data.mdb", dir);
@@ -155,6 +156,7 @@ static size_t odd_offsets(const char *dir)
 		return 0;
 	unsigned char pg[4096];
 	size_t odd = 0;
+	*oddsub = 0;
 	for (uint64_t no = 0; fread(pg, 1, sizeof pg, f) == sizeof pg; no++) {
 		uint64_t pgno;
 		uint16_t flags, lower, upper;
@@ -168,6 +170,18 @@ static size_t odd_offsets(const char *dir)
 			uint16_t off;
 			memcpy(&off, pg + i, 2);
 			odd += off & 1;
+			uint16_t lo, hi, nfl, ks, spfl;
+			if (off + 8u > sizeof pg)
+				continue;
+			memcpy(&lo, pg + off, 2);
+			memcpy(&hi, pg + off + 2, 2);
+			memcpy(&nfl, pg + off + 4, 2);
+			memcpy(&ks, pg + off + 6, 2);
+			size_t ds = lo | (size_t)hi << 16;
+			if (nfl != 4 || !(ds & 1) || off + 8u + ks + 16u > sizeof pg)
+				continue;
+			memcpy(&spfl, pg + off + 8 + ks + 10, 2);
+			*oddsub += (spfl & 0x20) != 0;
 		}
 	}
 	fclose(f);
@@ -184,10 +198,13 @@ static void put_value(MDB_txn *txn, MDB_dbi dbi, const char *key, uint64_t *seed
 }
 
 /* Our writes: txns txns; in each, every key gets values added (fill) or a
- * random mix of added values, deleted values and (rarely) a deleted key. */
-static void our_write(uint64_t *seed, int txns, int fill)
+ * random mix of added values, deleted values and (rarely) a deleted key;
+ * fill 2: one value more for every even-numbered key, and a new key
+ * (key + "+", one value) next to every odd-numbered one, which leaves the
+ * odd-numbered keys' sub-pages as they are but copies their leaf page. */
+static void our_write(const char *dir, uint64_t *seed, int txns, int fill)
 {
-	MDB_env *env = open_env(DIR, 0);
+	MDB_env *env = open_env(dir, 0);
 	for (int t = 0; t < txns; t++) {
 		MDB_txn *txn;
 		MDB_dbi dbi;
@@ -196,6 +213,12 @@ static void our_write(uint64_t *seed, int txns, int fill)
 		for (int i = 0; i < NKEYS; i++) {
 			char key[16];
 			snprintf(key, sizeof key, "%0*d", 1 + i % 9, i);	/* odd and even lengths */
+			if (fill == 2) {
+				if (i % 2)
+					strcat(key, "+");
+				put_value(txn, dbi, key, seed);
+				continue;
+			}
 			if (fill) {
 				/* 1..300 values: inline sub-pages of every size, and sub-trees */
 				for (unsigned n = 1 + tu_below(seed, 300); n > 0; n--)
@@ -233,15 +256,40 @@ int main(void)
 	printf("oddlayout_test: seed %llu\n", (unsigned long long)seed);
 	tu_fresh_dir(DIR);
 	dlmdb_debug_leaf2_exact(1);
-	our_write(&seed, 1, 1);
-	our_write(&seed, 3, 0);
+	our_write(DIR, &seed, 1, 1);
+	our_write(DIR, &seed, 3, 0);
 	dlmdb_debug_leaf2_exact(0);
 	both_read(DIR, "ours wrote exact-size sub-pages");
-	size_t before = odd_offsets(DIR), deleted = 0;
-	EXPECT(before == 0);	/* our own layouts: even offsets only */
+	size_t oddsub, deleted = 0;
+	EXPECT(odd_scan(DIR, &oddsub) == 0);	/* our own layouts: even offsets only */
+	printf("ours wrote %zu LEAF2 sub-pages of an odd size\n", oddsub);
+	EXPECT(oddsub > 0);
+	size_t before = oddsub;
+
+	/* every leaf page copied by a write of ours: its odd-sized LEAF2
+	 * sub-pages (those of the odd-numbered keys, which the write does not
+	 * rebuild) get a byte of slack, as stock LMDB then needs; the
+	 * compacting copy shows the reachable pages only */
+	static const char *const pc = "build/oddlayout_pad", *const cc = "build/oddlayout_pad_compact";
+	tu_fresh_dir(pc);
+	MDB_env *env = open_env(DIR, MDB_RDONLY);
+	EXPECT_RC(mdb_env_copy2(env, pc, 0), 0);
+	mdb_env_close(env);
+	uint64_t pseed = seed;
+	our_write(pc, &pseed, 1, 2);
+	both_read(pc, "ours wrote next to every key");
+	tu_fresh_dir(cc);
+	env = open_env(pc, MDB_RDONLY);
+	EXPECT_RC(mdb_env_copy2(env, cc, MDB_CP_COMPACT), 0);
+	mdb_env_close(env);
+	both_read(cc, "its compacting copy");
+	size_t oddoff = odd_scan(cc, &oddsub);
+	printf("odd-sized LEAF2 sub-pages in use: %zu before, %zu after; %zu slots at odd offsets\n", before,
+		oddsub, oddoff);
+	EXPECT(oddsub == 0 && oddoff == 0);
 
 	EXPECT_RC(stock_thin_dups(DIR, DB, DBFLAGS, seed, 4, &deleted), 0);
-	size_t odd = odd_offsets(DIR);
+	size_t odd = odd_scan(DIR, &oddsub);
 	printf("stock deleted %zu values; %zu nodes at odd offsets\n", deleted, odd);
 	EXPECT(odd > 0);
 	both_read(DIR, "stock shrank the sub-pages");
@@ -257,9 +305,10 @@ int main(void)
 	}
 
 	/* our writes over stock's layouts (the pages we copy get our layout) */
-	our_write(&seed, 4, 0);
+	our_write(DIR, &seed, 4, 0);
 	both_read(DIR, "ours wrote over stock's layouts");
 	printf("after our writes: %zu slots at odd offsets in the file (pages we did not copy keep "
-		"theirs; freed pages keep their old images)\n", odd_offsets(DIR));
+		"theirs; freed pages keep their old images)\n", odd_scan(DIR, &oddsub));
+
 	return tu_finish("oddlayout_test");
 }
