@@ -3,7 +3,8 @@
  *
  * Every tree (free DB, main DB, each named DB found in the main DB) is walked
  * from its root.  Checked: page kind and header bounds, slot offsets, node
- * extents, page numbers below the snapshot's next free page, key order inside
+ * extents (exact, of any parity; no two nodes of a page or sub-page sharing
+ * a byte: FORMAT.md, "What a file guarantees"), page numbers below the snapshot's next free page, key order inside
  * a page and against the separator range inherited from the parents, equal
  * leaf depth, no page reached twice, overflow runs in range, and the stored
  * per-DB counts (depth, branch/leaf/overflow pages, entries).  Counted trees

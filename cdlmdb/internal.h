@@ -117,10 +117,10 @@ typedef struct dl_page {
 	uint16_t p_upper;	/* start of node area */
 } dl_page;
 
-/** Node header; key bytes follow, then (leaf) data bytes.  Alignment 1:
- *  stock LMDB leaves nodes at odd offsets (FORMAT.md, "What a file
- *  guarantees"), so every field access must be safe at any address; on
- *  x86-64 the loads and stores are the same instructions as aligned ones. */
+/** Node header; key bytes follow, then (leaf) data bytes.  Alignment 1: a
+ *  file stock LMDB edited may hold nodes at odd offsets (FORMAT.md, "What
+ *  a file guarantees"), so every field access must be safe at any address;
+ *  on x86-64 the loads and stores are the same instructions as aligned ones. */
 typedef struct __attribute__((packed, aligned(1))) dl_node {
 	uint16_t n_lo;		/* leaf: data size low; branch: child pgno bits 0-15 */
 	uint16_t n_hi;		/* leaf: data size high; branch: bits 16-31 */
@@ -568,7 +568,7 @@ static inline uint64_t dl_leaf_items(const dl_node *n, int dupsort)
 static inline int dl_node_in_page(const dl_page *p, unsigned i, unsigned psize)
 {
 	unsigned off = dl_pg_slot(p, i);
-	/* any parity: stock LMDB moves nodes by odd amounts (FORMAT.md) */
+	/* any parity: stock LMDB may move nodes by odd amounts (FORMAT.md) */
 	if (off < p->p_upper || off + DL_NODEHDR > psize)
 		return 0;
 	const dl_node *n = (const dl_node *)((const char *)p + off);
@@ -693,8 +693,9 @@ DL_HIDDEN void dlmdb_pg_add_raw(dl_page *p, unsigned i, const void *node, size_t
 DL_HIDDEN void dlmdb_pg_add_leaf2(dl_page *p, unsigned i, const void *key);
 DL_HIDDEN unsigned dlmdb_pg_used(const dl_page *p);
 /* np is a fresh copy of committed page p (validated): if p has a node at
- * an odd offset (stock LMDB's layouts), lay np's nodes out again at even
- * offsets, so that every edit of ours meets its own layout */
+ * an odd offset (stock LMDB's layouts) or an odd-sized LEAF2 sub-page, lay
+ * np's nodes out again at even offsets (giving such sub-pages a byte of
+ * slack), so that every edit of ours meets its own layout */
 DL_HIDDEN int dlmdb_pg_relayout(dl_page *np, const dl_page *p, unsigned psize);
 /* The trusted-page table (page.c): direct-mapped, entry = page number |
  * epoch << DL_TRUST_PGBITS */
