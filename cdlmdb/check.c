@@ -3,7 +3,8 @@
  *
  * Every tree (free DB, main DB, each named DB found in the main DB) is walked
  * from its root.  Checked: page kind and header bounds, slot offsets, node
- * extents, page numbers below the snapshot's next free page, key order inside
+ * extents (exact, of any parity; no two nodes of a page or sub-page sharing
+ * a byte: FORMAT.md, "What a file guarantees"), page numbers below the snapshot's next free page, key order inside
  * a page and against the separator range inherited from the parents, equal
  * leaf depth, no page reached twice, overflow runs in range, and the stored
  * per-DB counts (depth, branch/leaf/overflow pages, entries).  Counted trees
@@ -41,6 +42,7 @@ struct audit {
 	MDB_cmp_func *dcmp;	/* duplicate order of the DB being walked */
 	const char *dbname;
 	char *subbuf;		/* aligned copy of an inline sub-page */
+	uint64_t *spans;	/* node extents of one page (check_spans) */
 	unsigned fixed;		/* walking a DUPFIXED sub-tree: the value size */
 };
 
@@ -51,6 +53,7 @@ static int audit_tree_as(struct audit *a, const dl_dbrec *db, MDB_cmp_func *cmp,
 #define TREE_FREE 1	/* the free DB: never counted */
 #define TREE_MAIN 2	/* the main DB (counted like a user DB; its TREE nodes are named DBs) */
 static int fail(struct audit *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int check_spans(struct audit *a, pgno_t pg, const dl_page *p, unsigned lim, const char *what);
 
 /* Duplicates of one key: an inline sub-page or a sub-tree. */
 static int audit_dups(struct audit *a, pgno_t pg, const dl_node *nd)
@@ -116,23 +119,60 @@ static int audit_dups(struct audit *a, pgno_t pg, const dl_node *nd)
 	unsigned n = dl_pg_nkeys(sp);
 	if (n == 0)
 		return fail(a, "page %" PRIu64 ": empty sub-page", pg);
+	int rc = check_spans(a, pg, sp, (unsigned)ds, " sub-page");
+	if (rc)
+		return rc;
 	MDB_val prev = {0, NULL};
-	size_t used = 0;
 	for (unsigned i = 0; i < n; i++) {
-		if (!dl_node_in_page(sp, i, (unsigned)ds))
-			return fail(a, "page %" PRIu64 ": sub-page node %u out of bounds", pg, i);
 		dl_node *sn = dl_pg_node(sp, i);
-		if (dl_pg_slot(sp, i) + DL_NODEHDR + sn->n_ksize + dl_node_dsize(sn) > ds)
-			return fail(a, "page %" PRIu64 ": sub-page node %u too long", pg, i);
-		used += dl_even(DL_NODEHDR + sn->n_ksize + dl_node_dsize(sn));
-		if (used > ds - sp->p_upper)
-			return fail(a, "page %" PRIu64 ": sub-page nodes overlap", pg);
 		MDB_val v = {sn->n_ksize, dl_node_key(sn)};
 		if (prev.mv_data && a->dcmp(&prev, &v) >= 0)
 			return fail(a, "page %" PRIu64 ": duplicates out of order", pg);
 		prev = v;
 	}
 	a->entries += n;
+	return 0;
+}
+
+static int span_order(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return (a > b) - (a < b);
+}
+
+/*
+ * The nodes of page p (a tree page, or a sub-page of lim bytes): each one
+ * inside the node area [upper, lim) with its exact extent (header, key,
+ * inline data or a big value's page number, or a branch node's counts),
+ * and no two sharing a byte.  Offsets and extents may be odd, nodes may
+ * lie in any order and with gaps between them (stock LMDB's layouts,
+ * FORMAT.md "What a file guarantees"); only real overlap is damage.
+ */
+static int check_spans(struct audit *a, pgno_t pg, const dl_page *p, unsigned lim, const char *what)
+{
+	unsigned n = dl_pg_nkeys(p), upper = p->p_upper;
+	int leaf = dl_pg_is_leaf(p);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned off = dl_pg_slot(p, i);
+		if (off < upper || off + DL_NODEHDR > lim)
+			return fail(a, "page %" PRIu64 "%s slot %u offset %u invalid", pg, what, i, off);
+		const dl_node *nd = dl_pg_node(p, i);
+		size_t extent = DL_NODEHDR + nd->n_ksize;
+		if (leaf)
+			extent += (nd->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(nd);
+		else
+			extent += dl_pg_cntbytes(p);
+		if (off + extent > lim)
+			return fail(a, "page %" PRIu64 "%s node %u runs past the page end", pg, what, i);
+		a->spans[i] = (uint64_t)off << 32 | (off + extent);
+	}
+	qsort(a->spans, n, sizeof *a->spans, span_order);
+	for (unsigned i = 1; i < n; i++) {
+		unsigned prev_end = (unsigned)a->spans[i - 1], off = (unsigned)(a->spans[i] >> 32);
+		if (off < prev_end)
+			return fail(a, "page %" PRIu64 "%s: nodes overlap (one at %u ends at %u, the next starts at %u)",
+				pg, what, (unsigned)(a->spans[i - 1] >> 32), prev_end, off);
+	}
 	return 0;
 }
 
@@ -225,26 +265,12 @@ static int walk(struct audit *a, pgno_t pg, unsigned depth, const MDB_val *lo, c
 	}
 	if (leaf)
 		a->keys += n;
+	/* every node inside the page, no two overlapping */
+	if ((rc = check_spans(a, pg, p, env->e_psize, "")))
+		return rc;
 	MDB_val prev = {0, NULL};
-	size_t used = 0;
 	for (unsigned i = 0; i < n; i++) {
-		unsigned off = dl_pg_slot(p, i);
-		if (off < p->p_upper || off + DL_NODEHDR > env->e_psize || (off & 1))
-			return fail(a, "page %" PRIu64 " slot %u offset %u invalid", pg, i, off);
 		dl_node *nd = dl_pg_node(p, i);
-		size_t extent = DL_NODEHDR + nd->n_ksize;
-		if (leaf)
-			extent += (nd->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(nd);
-		else
-			extent += dl_pg_cntbytes(p);
-		if (off + extent > env->e_psize)
-			return fail(a, "page %" PRIu64 " node %u runs past the page end", pg, i);
-		/* nodes lie side by side above upper: more node bytes than that
-		 * space holds means two of them overlap (a damaged size) */
-		used += dl_even(extent);
-		if (used > env->e_psize - p->p_upper)
-			return fail(a, "page %" PRIu64 ": nodes overlap (%zu bytes of nodes, %u above upper)",
-				pg, used, env->e_psize - p->p_upper);
 		if (nd->n_ksize > DL_MAXKEY || (nd->n_ksize == 0 && (leaf || i > 0)))
 			return fail(a, "page %" PRIu64 " node %u key size %u", pg, i, nd->n_ksize);
 		MDB_val k = {nd->n_ksize, dl_node_key(nd)};
@@ -553,9 +579,11 @@ int mdb_txn_check(MDB_txn *txn, char *msg, size_t msglen)
 		return rc;
 	a.state = calloc(a.npages ? a.npages : 1, 1);
 	a.subbuf = malloc(a.env->e_psize);
-	if (!a.state || !a.subbuf) {
+	a.spans = malloc(a.env->e_psize / 2 * sizeof *a.spans);
+	if (!a.state || !a.subbuf || !a.spans) {
 		free(a.state);
 		free(a.subbuf);
+		free(a.spans);
 		return ENOMEM;
 	}
 	a.dcmp = dup_order(0);
@@ -589,5 +617,6 @@ int mdb_txn_check(MDB_txn *txn, char *msg, size_t msglen)
 	}
 	free(a.state);
 	free(a.subbuf);
+	free(a.spans);
 	return rc ? MDB_CORRUPTED : 0;
 }

@@ -266,7 +266,7 @@ int dlmdb_cur_fetch(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 	/* the node, its key and its value (or a big value's page number)
 	 * must lie inside the page before anything is read through them */
 	unsigned bound = mc->c_bound, off = dl_pg_slot(p, i);
-	if (DL_UNLIKELY(off < p->p_upper || (off & 1) || off + DL_NODEHDR > bound))
+	if (DL_UNLIKELY(off < p->p_upper || off + DL_NODEHDR > bound))
 		return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 	dl_node *n = (dl_node *)((char *)p + off);
 	int big = (n->n_flags & DL_N_BIG) != 0;

@@ -140,7 +140,7 @@ static inline __attribute__((always_inline)) int item_key(MDB_cursor *c, MDB_val
 		return 0;
 	}
 	unsigned off = dl_pg_slot(p, i), lim = c->c_bound;
-	if (DL_UNLIKELY(off < p->p_upper || (off & 1) || off + DL_NODEHDR > lim))
+	if (DL_UNLIKELY(off < p->p_upper || off + DL_NODEHDR > lim))
 		return DL_TXN_FAIL(c->c_txn, MDB_CORRUPTED);
 	dl_node *n = (dl_node *)((char *)p + off);
 	size_t after = (n->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(n);
@@ -509,11 +509,30 @@ int dlmdb_dup_count(MDB_cursor *mc, mdb_size_t *count)
 
 /* ---- writing ---------------------------------------------------------------- */
 
+/* Test hook (not in lmdb.h): write LEAF2 sub-pages at their exact size
+ * even when that is odd, as releases before the even rule did, so that
+ * tests can have stock LMDB build the layouts it makes of such files. */
+static int leaf2_exact;
+void dlmdb_debug_leaf2_exact(int on);
+void dlmdb_debug_leaf2_exact(int on)
+{
+	__atomic_store_n(&leaf2_exact, on, __ATOMIC_RELAXED);
+}
+static inline size_t leaf2_subpage_bytes(size_t n, unsigned pad)
+{
+	size_t sz = DL_PAGEHDR + n * pad;
+	return __atomic_load_n(&leaf2_exact, __ATOMIC_RELAXED) ? sz : dl_even(sz);
+}
+
 /* Bytes of a sub-page holding these values (fixed: LEAF2 of that size). */
 static size_t subpage_size(const MDB_val *vals, unsigned m, unsigned fixed)
 {
+	/* a LEAF2 image of an odd size gets one byte of slack: stock LMDB
+	 * shrinks a sub-page by its slack only to an even size, so a sub-page
+	 * it meets at an odd size would end up in a node packed against its
+	 * neighbour, which stock's next delete of it damages (FORMAT.md) */
 	if (fixed)
-		return DL_PAGEHDR + (size_t)m * fixed;
+		return leaf2_subpage_bytes(m, fixed);
 	size_t sz = DL_PAGEHDR + (size_t)m * sizeof(indx_t);
 	for (unsigned i = 0; i < m; i++)
 		sz += dl_even(DL_NODEHDR + vals[i].mv_size);
@@ -529,7 +548,7 @@ static void subpage_build(char *buf, const MDB_val *vals, unsigned m, size_t siz
 		sp->p_flags = DL_P_LEAF | DL_P_LEAF2 | DL_P_SUBP | DL_P_DIRTY;
 		sp->p_pad = (uint16_t)fixed;
 		sp->p_lower = (uint16_t)(DL_PAGEHDR + m * sizeof(indx_t));
-		sp->p_upper = sp->p_lower;
+		sp->p_upper = (uint16_t)(sp->p_lower + (size - DL_PAGEHDR - (size_t)m * fixed));
 		for (unsigned i = 0; i < m; i++)
 			memcpy(buf + DL_PAGEHDR + (size_t)i * fixed, vals[i].mv_data, fixed);
 		return;
@@ -1070,7 +1089,7 @@ static size_t inline_node_size(const dl_page *lp, size_t ksize, unsigned bound)
 	if (!dl_pg_is_leaf(lp) || n == 0)
 		return 0;
 	if (dl_pg_is_leaf2(lp))
-		return DL_NODEHDR + ksize + DL_PAGEHDR + (size_t)n * lp->p_pad;
+		return DL_NODEHDR + ksize + leaf2_subpage_bytes(n, lp->p_pad);
 	size_t sz = DL_NODEHDR + ksize + DL_PAGEHDR + (size_t)n * sizeof(indx_t);
 	for (unsigned i = 0; i < n; i++) {
 		if (!dl_node_in_page(lp, i, bound))

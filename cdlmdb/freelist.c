@@ -272,6 +272,11 @@ int dlmdb_page_touch(MDB_txn *txn, dl_page *p, dl_page **out)
 		 * them carries no meaning (validated: lower <= upper <= psize) */
 		memcpy(np, p, p->p_lower);
 		memcpy((char *)np + p->p_upper, (char *)p + p->p_upper, psize - p->p_upper);
+		/* a page we trust is one of ours: even offsets only.  Any
+		 * other may be stock LMDB's, with nodes at odd offsets */
+		pgno_t tag = 0, *slot = dl_trust_slot(txn->t_env, p, &tag);
+		if (!(slot && *slot == tag) && (rc = dlmdb_pg_relayout(np, p, (unsigned)psize)))
+			return DL_TXN_FAIL(txn, rc);
 	}
 	np->p_pgno = npg;
 	/* p is committed (not dirty anywhere in the family, checked above):

@@ -117,8 +117,11 @@ typedef struct dl_page {
 	uint16_t p_upper;	/* start of node area */
 } dl_page;
 
-/** Node header; key bytes follow, then (leaf) data bytes. */
-typedef struct dl_node {
+/** Node header; key bytes follow, then (leaf) data bytes.  Alignment 1: a
+ *  file stock LMDB edited may hold nodes at odd offsets (FORMAT.md, "What
+ *  a file guarantees"), so every field access must be safe at any address;
+ *  on x86-64 the loads and stores are the same instructions as aligned ones. */
+typedef struct __attribute__((packed, aligned(1))) dl_node {
 	uint16_t n_lo;		/* leaf: data size low; branch: child pgno bits 0-15 */
 	uint16_t n_hi;		/* leaf: data size high; branch: bits 16-31 */
 	uint16_t n_flags;	/* leaf: DL_N_*; branch: child pgno bits 32-47 */
@@ -129,6 +132,7 @@ _Static_assert(sizeof(dl_dbrec) == 48, "dbrec layout");
 _Static_assert(sizeof(dl_meta) == 136, "meta layout");
 _Static_assert(sizeof(dl_page) == DL_PAGEHDR, "page header layout");
 _Static_assert(sizeof(dl_node) == DL_NODEHDR, "node header layout");
+_Static_assert(_Alignof(dl_node) == 1, "node headers may sit at any address");
 
 /* ---- page-number lists ------------------------------------------------------- */
 
@@ -568,7 +572,8 @@ static inline uint64_t dl_leaf_items(const dl_node *n, int dupsort)
 static inline int dl_node_in_page(const dl_page *p, unsigned i, unsigned psize)
 {
 	unsigned off = dl_pg_slot(p, i);
-	if (off < p->p_upper || off + DL_NODEHDR > psize || (off & 1))
+	/* any parity: stock LMDB may move nodes by odd amounts (FORMAT.md) */
+	if (off < p->p_upper || off + DL_NODEHDR > psize)
 		return 0;
 	const dl_node *n = (const dl_node *)((const char *)p + off);
 	return off + DL_NODEHDR + n->n_ksize + (dl_pg_is_branch(p) ? dl_pg_cntbytes(p) : 0) <= psize;
@@ -742,6 +747,11 @@ static inline const void *dl_node_counts(const dl_node *n)
 DL_HIDDEN void dlmdb_pg_add_raw(dl_page *p, unsigned i, const void *node, size_t len);
 DL_HIDDEN void dlmdb_pg_add_leaf2(dl_page *p, unsigned i, const void *key);
 DL_HIDDEN unsigned dlmdb_pg_used(const dl_page *p);
+/* np is a fresh copy of committed page p (validated): if p has a node at
+ * an odd offset (stock LMDB's layouts) or an odd-sized LEAF2 sub-page, lay
+ * np's nodes out again at even offsets (giving such sub-pages a byte of
+ * slack), so that every edit of ours meets its own layout */
+DL_HIDDEN int dlmdb_pg_relayout(dl_page *np, const dl_page *p, unsigned psize);
 /* The trusted-page table (page.c): direct-mapped, entry = page number |
  * epoch << DL_TRUST_PGBITS */
 /* 512 KiB, allocated at the first commit: covers a 256 MiB tree of 4 KiB

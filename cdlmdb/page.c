@@ -4,7 +4,11 @@
  * A page is a header, an array of uint16 slots growing upward (p_lower), and
  * nodes packed downward from the end of the page (p_upper).  Slot i holds the
  * byte offset of node i; slots are kept in key order, nodes are in no order.
- * Every node starts at an even offset and occupies an even number of bytes.
+ * Every node we place starts at an even offset and occupies an even number
+ * of bytes.  Pages stock LMDB wrote may hold nodes at odd offsets, some
+ * packed without a pad byte (FORMAT.md, "What a file guarantees"); a write
+ * txn lays such a page out again when it copies it (dlmdb_pg_relayout), so
+ * the edits here only ever meet our own layout.
  * Callers check the room (dl_pg_room) before adding.
  */
 #include "internal.h"
@@ -112,6 +116,84 @@ void dlmdb_pg_del_node(dl_page *p, unsigned i)
 	p->p_upper = (uint16_t)(p->p_upper + sz);
 }
 
+/* Exact bytes of node nd of page p (header, key, inline data or counts). */
+static size_t node_extent(const dl_page *p, const dl_node *nd)
+{
+	size_t sz = DL_NODEHDR + nd->n_ksize;
+	if (dl_pg_is_leaf(p))
+		return sz + ((nd->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(nd));
+	return sz + dl_pg_cntbytes(p);
+}
+
+/* 1 if leaf node nd holds an inline LEAF2 sub-page of an odd size (as our
+ * releases before the even rule wrote them; FORMAT.md) */
+static int odd_leaf2_subpage(const dl_node *nd)
+{
+	size_t ds = dl_node_dsize(nd);
+	uint16_t spflags;
+	if (nd->n_flags != DL_N_DUP || !(ds & 1) || ds < DL_PAGEHDR)
+		return 0;
+	memcpy(&spflags, (const char *)dl_node_data(nd) + offsetof(dl_page, p_flags), sizeof spflags);
+	return (spflags & DL_P_LEAF2) != 0;
+}
+
+int dlmdb_pg_relayout(dl_page *np, const dl_page *p, unsigned psize)
+{
+	unsigned n = dl_pg_nkeys(p), odd = p->p_upper;
+	int leaf = dl_pg_is_leaf(p);
+	if (dl_pg_is_leaf2(p))
+		return 0;
+	for (unsigned i = 0; i < n; i++) {
+		odd |= dl_pg_slot(p, i);
+		if (leaf && odd_leaf2_subpage(dl_pg_node(p, i)))
+			odd |= 1;
+	}
+	if (!(odd & 1))
+		return 0;
+	/* p passed dlmdb_page_validate: every node lies inside it.  The
+	 * copy gets the nodes packed from the page end, each at an even
+	 * offset with an even length, in slot order; an odd-sized LEAF2
+	 * sub-page gets a byte of slack (so stock LMDB never shrinks it by an
+	 * odd amount) if the page has room for all of those bytes. */
+	size_t need = 0, needpad = 0;
+	for (unsigned i = 0; i < n; i++) {
+		const dl_node *nd = dl_pg_node(p, i);
+		size_t len = node_extent(p, nd);
+		need += dl_even(len);
+		needpad += dl_even(len + (leaf && odd_leaf2_subpage(nd)));
+	}
+	if (need > psize - p->p_lower)
+		return MDB_CORRUPTED;
+	int pad = needpad <= psize - p->p_lower;
+	indx_t *s = dl_pg_slots(np);
+	unsigned upper = psize;
+	for (unsigned i = 0; i < n; i++) {
+		const dl_node *nd = dl_pg_node(p, i);
+		size_t len = node_extent(p, nd);
+		int grow = pad && leaf && odd_leaf2_subpage(nd);
+		upper -= (unsigned)dl_even(len + grow);
+		dl_node *nn = (dl_node *)((char *)np + upper);
+		memcpy(nn, nd, len);
+		if (grow) {
+			/* the slack byte goes at the sub-page's end: its upper
+			 * moves up by one, its values stay where they are */
+			uint16_t spu;
+			char *sp = dl_node_data(nn);
+			memcpy(&spu, sp + offsetof(dl_page, p_upper), sizeof spu);
+			spu++;
+			memcpy(sp + offsetof(dl_page, p_upper), &spu, sizeof spu);
+			dl_node_set_dsize(nn, dl_node_dsize(nn) + 1);
+			((char *)np)[upper + len] = 0;
+			len++;
+		}
+		if (len & 1)
+			((char *)np)[upper + len] = 0;
+		s[i] = (indx_t)upper;
+	}
+	np->p_upper = (uint16_t)upper;
+	return 0;
+}
+
 unsigned dlmdb_pg_used(const dl_page *p)
 {
 	/* node bytes plus slots; the caller knows the page size */
@@ -204,17 +286,19 @@ int dlmdb_page_validate_walk(MDB_env *env, const dl_page *p)
 	pgno_t tag = 0, *slot = dl_trust_slot(env, p, &tag);
 	if (slot && *slot == tag)
 		return 0;
-	/* every node: an even offset inside the node area, its header, key
-	 * and (leaf) inline data or (branch) counts inside the page; the
-	 * nodes together no larger than the node area.  One tight loop: this
-	 * runs on every page a write copies. */
+	/* every node: an offset inside the node area, its header, key and
+	 * (leaf) inline data or (branch) counts inside the page; the nodes'
+	 * exact sizes together no larger than the node area.  Offsets and
+	 * sizes of any parity: stock LMDB leaves odd ones (FORMAT.md, "What a
+	 * file guarantees").  One tight loop: this runs on every page a write
+	 * copies. */
 	const indx_t *slots = (const indx_t *)((const char *)p + DL_PAGEHDR);
-	unsigned upper = p->p_upper;
+	unsigned upper = p->p_upper, odd = upper;
 	size_t total = 0;
 	if (dl_pg_is_leaf(p)) {
 		for (unsigned i = 0; i < n; i++) {
 			unsigned off = slots[i];
-			if (off < upper || (off & 1) || off + DL_NODEHDR > psize)
+			if (off < upper || off + DL_NODEHDR > psize)
 				return MDB_CORRUPTED;
 			const dl_node *nd = (const dl_node *)((const char *)p + off);
 			if (nd->n_ksize > DL_MAXKEY)	/* keys get copied into buffers of that size */
@@ -223,13 +307,15 @@ int dlmdb_page_validate_walk(MDB_env *env, const dl_page *p)
 				((nd->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(nd));
 			if (off + sz > psize)
 				return MDB_CORRUPTED;
-			total += dl_even(sz);
+			total += sz;
+			/* an odd offset, or an inline sub-page of an odd size */
+			odd |= off | (nd->n_flags == DL_N_DUP ? (unsigned)dl_node_dsize(nd) : 0u);
 		}
 	} else {
 		unsigned cb = DL_NODEHDR + dl_pg_cntbytes(p);
 		for (unsigned i = 0; i < n; i++) {
 			unsigned off = slots[i];
-			if (off < upper || (off & 1) || off + DL_NODEHDR > psize)
+			if (off < upper || off + DL_NODEHDR > psize)
 				return MDB_CORRUPTED;
 			const dl_node *nd = (const dl_node *)((const char *)p + off);
 			if (nd->n_ksize > DL_MAXKEY)
@@ -237,11 +323,17 @@ int dlmdb_page_validate_walk(MDB_env *env, const dl_page *p)
 			size_t sz = cb + nd->n_ksize;
 			if (off + sz > psize)
 				return MDB_CORRUPTED;
-			total += dl_even(sz);
+			total += sz;
+			odd |= off;
 		}
 	}
 	if (total > psize - p->p_upper)
 		return MDB_CORRUPTED;
+	/* a page with an odd offset (or an odd-sized sub-page) is not
+	 * trusted: dlmdb_page_touch then finds it untrusted and lays its copy
+	 * out again (dlmdb_pg_relayout) */
+	if (odd & 1)
+		return 0;
 	/* the walk passed: remember it like a page we wrote.  A committed page
 	 * keeps its image until it is freed and written again, and every way
 	 * that can happen is covered by the rules above (our own write notes

@@ -138,7 +138,7 @@ unsigned dlmdb_node_find(MDB_cursor *mc, const dl_page *p, const MDB_val *key, i
 		while (lo < hi) {
 			unsigned mid = lo + (hi - lo) / 2;
 			unsigned off = dl_pg_slot(p, mid);
-			if (DL_UNLIKELY(off < upper || (off & 1) || off + tail > bound))
+			if (DL_UNLIKELY(off < upper || off + tail > bound))
 				goto damaged;
 			const dl_node *n = (const dl_node *)((const char *)p + off);
 			size_t nk = n->n_ksize;

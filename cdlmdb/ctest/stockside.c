@@ -134,6 +134,65 @@ out:
 	return rc;
 }
 
+/* Stock LMDB thins out the duplicates of a DUPSORT DB: in each of txns
+ * txns, about a third of the keys lose 1..8 values each, never their last
+ * one (so stock shrinks sub-pages but deletes no node of the leaf).
+ * *deleted counts the values removed. */
+int stock_thin_dups(const char *dir, const char *name, unsigned flags, uint64_t seed, int txns,
+	size_t *deleted)
+{
+	MDB_env *env;
+	int rc = mdb_env_create(&env);
+	if (rc)
+		return rc;
+	mdb_env_set_maxdbs(env, 16);
+	mdb_env_set_mapsize(env, (size_t)256 << 20);
+	if ((rc = mdb_env_open(env, dir, 0, 0644)))
+		goto out;
+	for (int t = 0; t < txns && !rc; t++) {
+		MDB_txn *txn;
+		MDB_dbi dbi;
+		MDB_cursor *c;
+		MDB_val k, v;
+		if ((rc = mdb_txn_begin(env, NULL, 0, &txn)))
+			break;
+		if ((rc = mdb_dbi_open(txn, name, flags, &dbi)) || (rc = mdb_cursor_open(txn, dbi, &c))) {
+			mdb_txn_abort(txn);
+			break;
+		}
+		for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT_NODUP)) {
+			size_t cnt;
+			if ((rc = mdb_cursor_count(c, &cnt)))
+				break;
+			if (cnt < 2 || sm(&seed) % 3)
+				continue;
+			unsigned ndel = 1 + (unsigned)(sm(&seed) % (cnt - 1 < 8 ? cnt - 1 : 8));
+			for (unsigned d = 0; d < ndel && !rc; d++, cnt--) {
+				unsigned j = (unsigned)(sm(&seed) % cnt);
+				rc = mdb_cursor_get(c, &k, &v, MDB_FIRST_DUP);
+				for (unsigned s = 0; s < j && !rc; s++)
+					rc = mdb_cursor_get(c, &k, &v, MDB_NEXT_DUP);
+				if (!rc)
+					rc = mdb_cursor_del(c, 0);
+				if (!rc)
+					(*deleted)++;
+			}
+			if (rc)
+				break;
+		}
+		if (rc == MDB_NOTFOUND)
+			rc = 0;
+		mdb_cursor_close(c);
+		if (rc)
+			mdb_txn_abort(txn);
+		else
+			rc = mdb_txn_commit(txn);
+	}
+out:
+	mdb_env_close(env);
+	return rc;
+}
+
 /* Keep a stock environment open (for mixed-open detection). */
 void *stock_hold(const char *dir)
 {

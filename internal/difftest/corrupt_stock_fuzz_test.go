@@ -39,6 +39,7 @@ var stockCorruptDBs = []corruptDB{
 	{"dups", lmdb.DupSort},
 	{"fixed", lmdb.DupSort | lmdb.DupFixed},
 	{"ints", lmdb.IntegerKey},
+	{"fixed13", lmdb.DupSort | lmdb.DupFixed},
 }
 
 // The kinds of page and node the stock pristine file must hold (no
@@ -129,8 +130,18 @@ func stockFill(txn *stock.Txn) error {
 			return err
 		}
 	}
+	for i := 0; i < 30; i++ { // LEAF2 sub-pages of an odd width, grown by stock 4 slots at a time
+		for j := 0; j <= i%11; j++ {
+			if err := put("fixed13", []byte(fmt.Sprintf("%0*d", 1+i%6, i)), fixed13Val(i, j)); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
+
+// fixed13Val is value j of key i of the stock pristine file's fixed13 DB.
+func fixed13Val(i, j int) []byte { return []byte(fmt.Sprintf("v%03d-%08d", i, j*7)) }
 
 // stockPrune is the second and third txn (step 0 and 1): deletes and
 // rewrites, so that pages are freed and the free DB gets records.
@@ -152,6 +163,25 @@ func stockPrune(step int) func(txn *stock.Txn) error {
 		ints, err := dbi("ints")
 		if err != nil {
 			return err
+		}
+		fixed13, err := dbi("fixed13")
+		if err != nil {
+			return err
+		}
+		// LEAF2 sub-pages of width 13 shrunk (stock moves its slack out
+		// when the size stays even) and grown again, by both steps
+		for i := step; i < 30; i += 2 {
+			k := []byte(fmt.Sprintf("%0*d", 1+i%6, i))
+			for j := 1 + step; j <= i%11; j += 3 {
+				if err := txn.Del(fixed13, k, fixed13Val(i, j)); err != nil {
+					return fmt.Errorf("stock: del fixed13 %q: %w", k, err)
+				}
+			}
+			if i%4 == step {
+				if err := txn.Put(fixed13, k, fixed13Val(i, 20+step), 0); err != nil {
+					return fmt.Errorf("stock: put fixed13 %q: %w", k, err)
+				}
+			}
 		}
 		del := func(d stock.DBI, k, v []byte) error {
 			if err := txn.Del(d, k, v); err != nil {
@@ -325,12 +355,19 @@ func writeStockCorruptFile(dir string) error {
 // stockSubpageSpot is a node of the pristine file holding an inline
 // sub-page that is (leaf2) or is not a LEAF2 page.
 func stockSubpageSpot(cb *corruptBase, leaf2 bool) (corruptSpot, bool) {
+	return stockSubpageWhere(cb, func(flags, pad, lower, upper int) bool { return (flags&wPLeaf2 != 0) == leaf2 })
+}
+
+// stockSubpageWhere is a node of the pristine file holding an inline
+// sub-page whose header passes ok (the middle one of those that do).
+func stockSubpageWhere(cb *corruptBase, ok func(flags, pad, lower, upper int) bool) (corruptSpot, bool) {
 	var match []corruptSpot
 	for _, s := range cb.kinds["subpage"] {
 		p := cb.file[s.page*cb.psize : (s.page+1)*cb.psize]
 		off := int(binary.LittleEndian.Uint16(p[wPageHdr+2*s.slot:]))
 		sub := off + 8 + int(binary.LittleEndian.Uint16(p[off+6:]))
-		if fl := binary.LittleEndian.Uint16(p[sub+10:]); (fl&wPLeaf2 != 0) == leaf2 {
+		u16 := func(at int) int { return int(binary.LittleEndian.Uint16(p[sub+at:])) }
+		if ok(u16(10), u16(8), u16(12), u16(14)) {
 			match = append(match, s)
 		}
 	}
@@ -354,6 +391,14 @@ func FuzzCorruptStockFile(f *testing.F) {
 	if !ok1 || !ok2 {
 		f.Fatalf("the stock pristine file lacks an inline sub-page (plain %v, LEAF2 %v)", ok1, ok2)
 	}
+	// a LEAF2 sub-page of 13-byte values with slack (stock's growth step
+	// or a shrink it did not move out)
+	slack13, ok3 := stockSubpageWhere(cb, func(flags, pad, lower, upper int) bool {
+		return flags&wPLeaf2 != 0 && pad == 13 && upper > lower
+	})
+	if !ok3 {
+		f.Fatalf("the stock pristine file lacks a LEAF2 sub-page of 13-byte values with slack")
+	}
 	// the newest meta (page 1: three txns) with its free DB's root moved to
 	// a leaf of the INTEGERKEY DB, whose 8-byte keys pass for txnids
 	freeToInts := corruptEdit{ceMeta, 1, 7, 0, 1, 0} // fallback: flip bit 0
@@ -376,11 +421,17 @@ func FuzzCorruptStockFile(f *testing.F) {
 		// an inline sub-page of the DUPSORT DB: lower = 0xffff
 		encodeCorruptInput(0, corruptEdit{ceSubPage, byte(dupSub.page), byte(dupSub.slot), 3, 0, 16}),
 		// ... the key size (the value's length) of its node 1 set to 22:
-		// the value then runs over its neighbour node inside the sub-page,
-		// which nothing reports yet (Check has no node-overlap test)
+		// the value then runs over its neighbour node inside the sub-page
+		// (Check's exact-extent overlap rule reports it)
 		encodeCorruptInput(0, corruptEdit{ceSubPage, byte(dupSub.page), byte(dupSub.slot), 0x31, 2, 0x40}),
 		// an inline LEAF2 sub-page of the DUPFIXED DB: its value size 3
 		encodeCorruptInput(0, corruptEdit{ceSubPage, byte(fixedSub.page), byte(fixedSub.slot), 1, 0, 3}),
+		// a 13-byte LEAF2 sub-page with slack: its value size 12, then 14
+		// (header field 1, c = 6: add int8(v))
+		encodeCorruptInput(0, corruptEdit{ceSubPage, byte(slack13.page), byte(slack13.slot), 1, 6, 0xff}),
+		encodeCorruptInput(coCopy, corruptEdit{ceSubPage, byte(slack13.page), byte(slack13.slot), 1, 6, 1}),
+		// ... its lower raised by 2 (one value more than it holds, into the slack)
+		encodeCorruptInput(0, corruptEdit{ceSubPage, byte(slack13.page), byte(slack13.slot), 3, 6, 2}),
 		// a LEAF2 page: its value size set to 0
 		encodeCorruptInput(0, corruptEdit{ceHeader, pg("leaf2"), 1, 0, 0, 0}),
 		// an overflow page: its page count set to 0

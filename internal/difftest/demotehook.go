@@ -8,6 +8,7 @@ package difftest
 /*
 unsigned long long dlmdb_debug_demotions(void);
 void dlmdb_debug_demote_enable(int on);
+void dlmdb_debug_leaf2_exact(int on);
 */
 import "C"
 
@@ -23,4 +24,15 @@ func setEngineDemotion(on bool) {
 		v = 1
 	}
 	C.dlmdb_debug_demote_enable(v)
+}
+
+// setLeaf2Exact makes our engine write LEAF2 sub-pages at their exact
+// size even when it is odd (as releases before the even rule did, see
+// FORMAT.md), or (false, the default) at an even size.
+func setLeaf2Exact(on bool) {
+	v := C.int(0)
+	if on {
+		v = 1
+	}
+	C.dlmdb_debug_leaf2_exact(v)
 }
