@@ -709,7 +709,8 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		memcpy(keybuf, ck.mv_data, ck.mv_size);
 		k.mv_data = keybuf;
 		k.mv_size = ck.mv_size;
-		memcpy(valbuf, d.mv_data, d.mv_size);
+		if (d.mv_size)
+			memcpy(valbuf, d.mv_data, d.mv_size);
 		d.mv_data = valbuf;
 		/* as LMDB: replacing the current value in place does not move the
 		 * duplicate cursor, so a run-off-the-end mark (LastDup, Last, ...)
@@ -925,7 +926,8 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 	}
 	mc->c_db->d_entries++;
 	if (d.mv_data != valbuf) {
-		memcpy(valbuf, d.mv_data, d.mv_size);
+		if (d.mv_size)	/* an empty value may come as {0, NULL} */
+			memcpy(valbuf, d.mv_data, d.mv_size);
 		d.mv_data = valbuf;
 	}
 	rc = x_locate(mc, &d);
