@@ -931,6 +931,9 @@ func successor(kind keyKind, last []byte, bump uint) []byte {
 // unsetKey: see the FirstDup case in apply1.
 var unsetKey = []byte("\xff(key not set)")
 
+// unsetVal: the same for the data item of GetMultiple.
+var unsetVal = []byte("\xff(value not set)")
+
 // apply runs one op on the side and reports its observable result. A Go
 // panic inside the engine is reported as a result too.
 func (s *side) apply(o op) (r result) {
@@ -1149,9 +1152,22 @@ func (s *side) apply1(o op) (r result) {
 			// FirstDup -> nil-pointer panic or SIGSEGV in the binding).
 			// Passing a placeholder key gives the binding valid memory; a
 			// key still equal to it was not set by the engine (both sides).
-			k, v, err = c.get(unsetKey, nil, cop)
+			// GetMultiple: stock's "ok without data" leaves the data item
+			// untouched, and lmdb-go then copies whatever its value buffer
+			// last held (after a cursor Put of a new key: a wild pointer,
+			// SIGSEGV; master seed 252269587 at scale 5). A placeholder
+			// value gives it valid memory likewise; a value still equal to
+			// it was not set by the engine.
+			var setval []byte
+			if o.kind == opCurGetMultiple {
+				setval = unsetVal
+			}
+			k, v, err = c.get(unsetKey, setval, cop)
 			if bytes.Equal(k, unsetKey) {
 				k = nil
+			}
+			if setval != nil && bytes.Equal(v, unsetVal) {
+				v = nil
 			}
 		default:
 			k, v, err = c.get(nil, nil, cop)
