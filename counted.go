@@ -159,9 +159,12 @@ func CountValues(txn *lmdb.Txn, dbi lmdb.DBI, r Range) (uint64, error) {
 }
 
 // Rank returns the position (from 0) of key in dbi, in the database's order
-// with duplicates counted. In a DupSort database a nil val gives the position
-// of the key's first value and a non-nil val that of the pair (key, val). An
-// absent key or pair gives an error for which lmdb.IsNotFound is true.
+// with duplicates counted. A nil val asks for the key alone (in a DupSort
+// database: the position of its first value). A non-nil val, even an empty
+// one (the empty value), asks for the pair (key, val): in a DupSort database
+// that value among the key's; in any other the key, only if its value is val
+// byte for byte. An absent key or pair gives an error for which
+// lmdb.IsNotFound is true.
 func Rank(txn *lmdb.Txn, dbi lmdb.DBI, key, val []byte) (uint64, error) {
 	return txn.KeyRank(dbi, key, val)
 }

@@ -295,6 +295,73 @@ func TestCountRankAt(t *testing.T) {
 	}
 }
 
+// TestRankPlainWithValue: on a plain counted database Rank with a value
+// finds the key only while that is its value, byte for byte (a nil value
+// asks for the key; an empty non-nil one is the empty value), against a
+// sorted model of random keys with random values, some empty, some over a
+// page long.
+func TestRankPlainWithValue(t *testing.T) {
+	rng := rand.New(rand.NewSource(countedSeed(t)))
+	env := countedEnv(t)
+	model := map[string]string{}
+	for len(model) < 300*countedScale(t) {
+		v := strings.Repeat(string(rune('a'+rng.Intn(26))), rng.Intn(40))
+		if rng.Intn(30) == 0 {
+			v = strings.Repeat("o", 4000+rng.Intn(3000))
+		}
+		model[fmt.Sprintf("k%05d", rng.Intn(100000))] = v
+	}
+	keys := make([]string, 0, len(model))
+	for k := range model {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var dbi lmdb.DBI
+	err := env.Update(func(txn *lmdb.Txn) (err error) {
+		if dbi, err = txn.OpenDBI("plain", lmdb.Create|lmdb.Counted); err != nil {
+			return err
+		}
+		for _, i := range rng.Perm(len(keys)) {
+			if err := txn.Put(dbi, []byte(keys[i]), []byte(model[keys[i]]), 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = env.View(func(txn *lmdb.Txn) error {
+		for i, k := range keys {
+			v := model[k]
+			for _, with := range [][]byte{nil, []byte(v)} {
+				if got, err := Rank(txn, dbi, []byte(k), with); err != nil || got != uint64(i) {
+					t.Fatalf("Rank(%q, %.20q) = %d, %v; want %d", k, with, got, err, i)
+				}
+			}
+			others := [][]byte{[]byte(v + "!"), []byte(model[keys[rng.Intn(len(keys))]])}
+			if v != "" {
+				others = append(others, []byte{}, []byte(v[1:]), []byte("?"+v[1:]))
+			}
+			for _, o := range others {
+				if string(o) == v {
+					continue
+				}
+				if got, err := Rank(txn, dbi, []byte(k), o); !lmdb.IsNotFound(err) {
+					t.Fatalf("Rank(%q, other value %.20q) = %d, %v; want NotFound", k, o, got, err)
+				}
+			}
+		}
+		if _, err := Rank(txn, dbi, []byte("absent"), []byte{}); !lmdb.IsNotFound(err) {
+			t.Fatalf("Rank(absent key, empty value): %v, want NotFound", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // countedSampleModel is what SampleRange must yield: positions first + i*c/n.
 func countedSampleModel(all []cpair, r Range, n int) []cpair {
 	var in []cpair

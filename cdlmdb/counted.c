@@ -744,7 +744,18 @@ static int cq_key_rank(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key, const MDB_
 		return rc;
 	if (!exact)
 		return MDB_NOTFOUND;
-	if (!data || !mc->c_sub) {
+	if (!data) {
+		*rank = ent;
+		return 0;
+	}
+	if (!mc->c_sub) {
+		/* a plain DB with a value: the key counts only when its value
+		 * is that one, byte for byte (an empty data is the empty value) */
+		MDB_val v;
+		if ((rc = dlmdb_cur_fetch(mc, NULL, &v)))
+			return DL_TXN_FAIL(txn, rc == MDB_NOTFOUND ? MDB_CORRUPTED : rc);
+		if (v.mv_size != data->mv_size || (v.mv_size && memcmp(v.mv_data, data->mv_data, v.mv_size)))
+			return MDB_NOTFOUND;
 		*rank = ent;
 		return 0;
 	}

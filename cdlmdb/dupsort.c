@@ -234,6 +234,40 @@ static inline int cur_is_dup(MDB_cursor *mc)
 	return mc->c_depth && i < dl_pg_nkeys(p) && (dl_pg_node(p, i)->n_flags & DL_N_DUP);
 }
 
+/*
+ * GET_MULTIPLE: the page of values holding the current value, i.e. the one
+ * GET_CURRENT returns (it fails where GET_CURRENT fails).  The page is the
+ * inline sub-page, the sub-tree leaf the value is on, or, for a single value
+ * stored as a plain node, that value alone (a one-element page, in place).
+ * The position moves to the page's last value, so NEXT_MULTIPLE and
+ * PREV_MULTIPLE go on with the pages after and before it.  After NEXT_DUP
+ * ran off the end (or LAST, LAST_DUP, PREV_NODUP, a refused APPENDDUP) the
+ * cursor still stands on the key's last value: the page is the key's last.
+ * LMDB answers success without data for a plain node and after such an
+ * end; we never do (README, "Differences from stock LMDB").
+ */
+static int current_page(MDB_cursor *mc, MDB_val *data)
+{
+	dl_xcur *x = mc->c_sub;
+	MDB_cursor *xc = &x->x_c;
+	int rc;
+	if (mc->c_depth == 0 || mc->c_ki[mc->c_top] >= dl_pg_nkeys(mc->c_pg[mc->c_top]))
+		return MDB_NOTFOUND;	/* nothing under the cursor */
+	if (!cur_is_dup(mc))
+		return dlmdb_cur_fetch(mc, NULL, data);
+	if (!(xc->c_flags & DL_C_INIT)) {
+		/* as GET_CURRENT: after a delete the key's first value,
+		 * otherwise (a failed lookup) no value is current */
+		if (!(mc->c_flags & DL_C_DEL))
+			return EINVAL;
+		if ((rc = node_value_edge(mc, NULL, 0)))
+			return rc;
+	}
+	if (xc->c_ki[xc->c_top] >= dl_pg_nkeys(xc->c_pg[xc->c_top]))
+		return MDB_NOTFOUND;	/* its value was deleted, none follows */
+	return fetch_multiple(mc, data);
+}
+
 /* Every cursor op on a DUPSORT DB but the step below (dlmdb_dup_get). */
 __attribute__((noinline))
 static int dup_get_op(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
@@ -411,18 +445,22 @@ static int dup_get_op(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op
 			return EINVAL;
 		if (!(mc->c_db->d_flags & MDB_DUPFIXED))
 			return MDB_INCOMPATIBLE;
-		/* as LMDB: success without data when not on duplicates */
-		if (!(xc->c_flags & DL_C_INIT) || (xc->c_flags & DL_C_EOF))
-			return 0;
-		return fetch_multiple(mc, data);
+		return current_page(mc, data);
 	case MDB_NEXT_MULTIPLE:
 		if (!data)
 			return EINVAL;
 		if (!(mc->c_db->d_flags & MDB_DUPFIXED))
 			return MDB_INCOMPATIBLE;
-		rc = (mc->c_flags & DL_C_INIT) ? dlmdb_dup_get(mc, key, data, MDB_NEXT_DUP)
-					       : dlmdb_dup_get(mc, key, data, MDB_FIRST);
-		if (rc)
+		if (!(mc->c_flags & DL_C_INIT)) {
+			/* a fresh cursor: the first key's first page, as FIRST
+			 * then GET_MULTIPLE (a plain value is a page too) */
+			if ((rc = dlmdb_dup_get(mc, key, NULL, MDB_FIRST)))
+				return rc;
+			return current_page(mc, data);
+		}
+		/* one value on, then that value's page; NEXT_DUP never leaves
+		 * the key, so a plain node (one value) ends here */
+		if ((rc = dlmdb_dup_get(mc, key, data, MDB_NEXT_DUP)))
 			return rc;
 		if (!(xc->c_flags & DL_C_INIT))
 			return MDB_NOTFOUND;
@@ -432,10 +470,23 @@ static int dup_get_op(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op
 			return EINVAL;
 		if (!(mc->c_db->d_flags & MDB_DUPFIXED))
 			return MDB_INCOMPATIBLE;
-		if (!(mc->c_flags & DL_C_INIT))
-			return dlmdb_dup_get(mc, key, data, MDB_LAST);
-		if (!(xc->c_flags & DL_C_INIT))
-			return MDB_NOTFOUND;
+		if (!(mc->c_flags & DL_C_INIT)) {
+			/* a fresh cursor: the last key's last page, as LAST then
+			 * GET_MULTIPLE (LMDB skips that page and returns the one
+			 * before it) */
+			if ((rc = dlmdb_dup_get(mc, key, NULL, MDB_LAST)))
+				return rc;
+			return current_page(mc, data);
+		}
+		if (mc->c_depth == 0 || mc->c_ki[mc->c_top] >= dl_pg_nkeys(mc->c_pg[mc->c_top]) ||
+		    !cur_is_dup(mc) || !(xc->c_flags & DL_C_INIT))
+			return MDB_NOTFOUND;	/* no page before this one */
+		if (xc->c_ki[xc->c_top] >= dl_pg_nkeys(xc->c_pg[xc->c_top])) {
+			/* past the last value (it was deleted): the page before
+			 * the position is the one it stands at the end of (LMDB
+			 * skips it) */
+			return fetch_multiple(mc, data);
+		}
 		if ((rc = dlmdb_cur_step_leaf(xc, -1)))
 			return rc;
 		return fetch_multiple(mc, data);
@@ -677,11 +728,12 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		memcpy(keybuf, ck.mv_data, ck.mv_size);
 		k.mv_data = keybuf;
 		k.mv_size = ck.mv_size;
-		memcpy(valbuf, d.mv_data, d.mv_size);
+		if (d.mv_size)
+			memcpy(valbuf, d.mv_data, d.mv_size);
 		d.mv_data = valbuf;
 		/* as LMDB: replacing the current value in place does not move the
 		 * duplicate cursor, so a run-off-the-end mark (LastDup, Last, ...)
-		 * survives it (GetMultiple then still returns nothing); so does the
+		 * survives it (GetMultiple then still answers the last page); so does the
 		 * key cursor's (NextDup after a failed NextNoDup stays NotFound) */
 		unsigned xeof = (x->x_c.c_flags & DL_C_INIT) ? (x->x_c.c_flags & DL_C_EOF) : 0;
 		unsigned meof = mc->c_flags & DL_C_EOF;
@@ -893,7 +945,8 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 	}
 	mc->c_db->d_entries++;
 	if (d.mv_data != valbuf) {
-		memcpy(valbuf, d.mv_data, d.mv_size);
+		if (d.mv_size)	/* an empty value may come as {0, NULL} */
+			memcpy(valbuf, d.mv_data, d.mv_size);
 		d.mv_data = valbuf;
 	}
 	rc = x_locate(mc, &d);

@@ -439,8 +439,10 @@ int mdb_get_rank(MDB_txn *txn, MDB_dbi dbi, uint64_t rank, MDB_val *key, MDB_val
  *  On MDB_NOTFOUND the cursor keeps its position. */
 int mdb_cursor_get_rank(MDB_cursor *cursor, uint64_t rank, MDB_val *key, MDB_val *data,
 	unsigned flags);
-/** Rank of key (with data on a DUPSORT database: of that pair; without, of the
- *  key's first value); MDB_NOTFOUND when absent.  data is ignored otherwise. */
+/** Rank of key; MDB_NOTFOUND when absent.  data NULL: the key's (first) entry.
+ *  data non-NULL, even of size 0 (the empty value): on a DUPSORT database the
+ *  pair key/data, on any other the key only if its value equals data byte for
+ *  byte, else MDB_NOTFOUND. */
 int mdb_get_key_rank(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key, const MDB_val *data,
 	uint64_t *rank);
 /** mdb_get_key_rank through a cursor's txn and database; the cursor does not move

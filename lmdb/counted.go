@@ -158,10 +158,12 @@ func (txn *Txn) Rank(dbi DBI, rank uint64) (key, val []byte, err error) {
 	return key, val, nil
 }
 
-// KeyRank returns the position of key in database dbi. In a DupSort
-// database a nil val asks for the position of the key's first value and a
-// non-nil val for that exact pair; other databases ignore val. An absent key
-// (or pair) gives an error for which IsNotFound is true.
+// KeyRank returns the position of key in database dbi. A nil val asks for
+// the key alone (in a DupSort database: the position of its first value). A
+// non-nil val, even an empty one (the empty value), asks for the pair: in a
+// DupSort database that value among the key's, in any other the key only if
+// its value is val byte for byte. An absent key (or pair) gives an error for
+// which IsNotFound is true.
 //
 // See mdb_get_key_rank.
 func (txn *Txn) KeyRank(dbi DBI, key, val []byte) (uint64, error) {

@@ -824,11 +824,10 @@ func (r *cntRun) checkKeyRank(txn *Txn, cur *Cursor, m *cntModel) {
 	if err != nil || got != uint64(first) {
 		r.fatalf("Cursor.KeyRank(%q, nil) = %d, %v; want %d", p.k, got, err, first)
 	}
-	// with a value: the pair in DupSort databases, ignored in others
+	// with a value: the pair in DupSort databases; in others the key, as
+	// long as that is its value (an empty, non-nil slice is the empty
+	// value, not "no value")
 	val := []byte(p.v)
-	if !r.dup {
-		val = []byte("ignored")
-	}
 	got, err = txn.KeyRank(r.cdb, []byte(p.k), val)
 	if err != nil || got != uint64(i) {
 		r.fatalf("KeyRank(%q, %q) = %d, %v; want %d", p.k, val, got, err, i)
@@ -844,6 +843,27 @@ func (r *cntRun) checkKeyRank(txn *Txn, cur *Cursor, m *cntModel) {
 		}
 		if got, err := cur.KeyRank([]byte(ak), nil); !IsNotFound(err) {
 			r.fatalf("Cursor.KeyRank(absent %q) = %d, %v; want NotFound", ak, got, err)
+		}
+		if got, err := txn.KeyRank(r.cdb, []byte(ak), []byte(p.v)); !IsNotFound(err) {
+			r.fatalf("KeyRank(absent %q, %q) = %d, %v; want NotFound", ak, p.v, got, err)
+		}
+	}
+	if !r.dup {
+		// any other value: one byte more, one less, empty, a random one
+		others := [][]byte{[]byte(p.v + "x"), []byte(r.val())}
+		if p.v != "" {
+			others = append(others, []byte(p.v[:len(p.v)-1]), []byte{})
+		}
+		for _, ov := range others {
+			if string(ov) == p.v {
+				continue
+			}
+			if got, err := txn.KeyRank(r.cdb, []byte(p.k), ov); !IsNotFound(err) {
+				r.fatalf("KeyRank(%q, other value %q) = %d, %v; want NotFound", p.k, ov, got, err)
+			}
+			if got, err := cur.KeyRank([]byte(p.k), ov); !IsNotFound(err) {
+				r.fatalf("Cursor.KeyRank(%q, other value %q) = %d, %v; want NotFound", p.k, ov, got, err)
+			}
 		}
 	}
 	if r.dup {
@@ -1074,16 +1094,12 @@ func (r *cntRun) checkMultiple(txn *Txn) {
 			if err != nil {
 				r.fatalf("NextNoDup: %v", err)
 			}
-			if n, err := cur.Count(); err != nil || n == 1 {
-				// a lone value is no duplicate page; GetMultiple
-				// would not report it
-				if err != nil {
-					r.fatalf("Cursor.Count: %v", err)
-				}
-				got = append(got, cntPair{string(k), string(v)})
-				continue
-			}
+			// every key, a lone value too, is read as pages (the
+			// first page holds the value NextNoDup returned)
 			_, page, err := cur.Get(nil, nil, GetMultiple)
+			if err == nil && !bytes.HasPrefix(page, v) {
+				r.fatalf("GetMultiple of %q: page %x does not start with %x", k, page, v)
+			}
 			for err == nil {
 				for _, v := range WrapMulti(page, r.cfg.fixed).Vals() {
 					got = append(got, cntPair{string(k), string(v)})
@@ -1501,6 +1517,82 @@ func TestCountedIncompatible(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestCountedKeyRankWithValue: KeyRank with a value on a plain counted
+// database counts the key only while it holds exactly that value (nil asks
+// for the key, an empty non-nil slice is the empty value); in a DupSort
+// database the value names the pair, an empty slice the empty duplicate.
+// Through Txn.KeyRank and Cursor.KeyRank (the cursor does not move).
+func TestCountedKeyRankWithValue(t *testing.T) {
+	big := strings.Repeat("q", 5000) // an overflow value
+	for _, flags := range []uint{0, DupSort} {
+		env, dbi, _ := cntEnv(t, flags)
+		mustUpdate(t, env, func(txn *Txn) error {
+			for _, kv := range [][2]string{{"a", ""}, {"b", "x"}, {"c", big}} {
+				if flags != 0 && kv[0] == "c" {
+					kv[1] = "y" // (DupSort values are at most a key long)
+				}
+				if err := txn.Put(dbi, []byte(kv[0]), []byte(kv[1]), 0); err != nil {
+					return err
+				}
+			}
+			if flags != 0 { // a: {"", "x"}; b: {"x"}; c: {"y"}
+				return txn.Put(dbi, []byte("a"), []byte("x"), 0)
+			}
+			return nil
+		})
+		type tc struct {
+			k   string
+			v   []byte
+			err bool // NotFound
+			r   uint64
+		}
+		var cases []tc
+		if flags == 0 {
+			cases = []tc{
+				{"a", nil, false, 0}, {"a", []byte{}, false, 0}, {"a", []byte("x"), true, 0},
+				{"b", nil, false, 1}, {"b", []byte("x"), false, 1}, {"b", []byte{}, true, 0},
+				{"b", []byte("y"), true, 0}, {"b", []byte("xx"), true, 0},
+				{"c", []byte(big), false, 2}, {"c", []byte(big[1:]), true, 0},
+				{"c", []byte(big[1:] + "r"), true, 0}, {"c", nil, false, 2},
+				{"d", nil, true, 0}, {"d", []byte("x"), true, 0},
+			}
+		} else {
+			cases = []tc{
+				{"a", nil, false, 0}, {"a", []byte{}, false, 0}, {"a", []byte("x"), false, 1},
+				{"a", []byte("y"), true, 0}, {"b", []byte("x"), false, 2}, {"b", []byte{}, true, 0},
+				{"c", nil, false, 3}, {"c", []byte("y"), false, 3}, {"d", []byte("x"), true, 0},
+			}
+		}
+		mustView(t, env, func(txn *Txn) error {
+			cur, err := txn.OpenCursor(dbi)
+			if err != nil {
+				return err
+			}
+			defer cur.Close()
+			lk, lv, err := cur.Get(nil, nil, Last)
+			if err != nil {
+				return err
+			}
+			for _, c := range cases {
+				for via, f := range []func() (uint64, error){
+					func() (uint64, error) { return txn.KeyRank(dbi, []byte(c.k), c.v) },
+					func() (uint64, error) { return cur.KeyRank([]byte(c.k), c.v) },
+				} {
+					r, err := f()
+					if c.err != IsNotFound(err) || (!c.err && (err != nil || r != c.r)) {
+						t.Errorf("flags %#x, via %d: KeyRank(%q, %q) = %d, %v; want rank %d / NotFound %v",
+							flags, via, c.k, c.v, r, err, c.r, c.err)
+					}
+				}
+			}
+			if k, v, err := cur.Get(nil, nil, GetCurrent); err != nil || !bytes.Equal(k, lk) || !bytes.Equal(v, lv) {
+				t.Errorf("the cursor moved: %q %v", k, err)
+			}
+			return nil
+		})
+	}
 }
 
 // TestCountedErrors: calls on ended transactions and closed cursors, error

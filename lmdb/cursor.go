@@ -29,7 +29,7 @@ const (
 	GetBoth             // DupSort: move to exactly this key and value
 	GetBothRange        // DupSort: move to this key and its first value >= the given one
 	GetCurrent          // return the item under the cursor
-	GetMultiple         // DupFixed: return a page of values of the current key
+	GetMultiple         // DupFixed: return the page of values holding the current one (see Cursor.Get)
 	Last                // move to the last item
 	LastDup             // DupSort: move to the last value of the current key
 	Next                // move to the next item (the first one on a fresh cursor)
@@ -42,6 +42,7 @@ const (
 	Set                 // move to exactly this key
 	SetKey              // move to exactly this key and return the stored key too
 	SetRange            // move to the first key >= the given one
+	PrevMultiple        // DupFixed: return the page of values before the current page
 )
 
 // Flags for Txn.Put and Cursor.Put. Reserving space and storing several
@@ -182,6 +183,22 @@ func seeks(op uint) bool {
 // they are copies. When the engine answers with the caller's own key or
 // value (Set returns setkey, GetBoth returns both), RawRead returns setkey
 // and setval themselves and copying mode returns copies of them.
+//
+// In a DupSort|DupFixed database GetMultiple returns, while the cursor
+// stands on a value, the page of the key's values holding it (a view into
+// the map, to be cut with WrapMulti) and moves the cursor to that page's
+// last value: the whole inline set, or one leaf page of a large set. A key
+// with a single value is a one-value page, however it is stored. After
+// NextDup ran off the end the cursor still stands on the key's last value,
+// so GetMultiple returns the last page. NextMultiple moves one value on and
+// returns the page it lands on (IsNotFound after the key's last page; on an
+// unpositioned cursor the first key's first page); PrevMultiple returns the
+// page before the current one (IsNotFound before the first; on an
+// unpositioned cursor the last key's last page). Where the cursor stands on
+// no value GetMultiple fails as GetCurrent does. Stock LMDB instead answers
+// success with no data on a single value stored as a plain node, after a
+// run off the end and on some other positions; code written for it works
+// unchanged here, it just never meets the empty page.
 //
 // See mdb_cursor_get.
 func (c *Cursor) Get(setkey, setval []byte, op uint) (key, val []byte, err error) {

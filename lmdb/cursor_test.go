@@ -282,6 +282,67 @@ func TestCursorPutDel(t *testing.T) {
 	})
 }
 
+// GetMultiple on a key holding one value stored as a plain node returns
+// that value as a one-value page, in place (RawRead: the same bytes of the
+// map GetCurrent points at), and NextMultiple/PrevMultiple find no other
+// page; on a fresh cursor NextMultiple and PrevMultiple return the first
+// and last key's pages.
+func TestCursorGetMultipleSingleValue(t *testing.T) {
+	env := openEnv(t, 0)
+	requireDupSort(t, env, DupFixed)
+	dbi := openDB(t, env, "fixed", DupSort|DupFixed)
+	one, two := []byte("onevalue"), []byte("twovalue")
+	mustUpdate(t, env, func(txn *Txn) error {
+		if err := txn.Put(dbi, []byte("a"), one, 0); err != nil {
+			return err
+		}
+		return txn.Put(dbi, []byte("b"), two, 0)
+	})
+	mustView(t, env, func(txn *Txn) error {
+		txn.RawRead = true
+		cur, err := txn.OpenCursor(dbi)
+		if err != nil {
+			return err
+		}
+		defer cur.Close()
+		if _, _, err := cur.Get([]byte("a"), nil, SetKey); err != nil {
+			return err
+		}
+		_, page, err := cur.Get(nil, nil, GetMultiple)
+		if err != nil || !bytes.Equal(page, one) {
+			t.Fatalf("GetMultiple on a single value: %q, %v; want %q", page, err, one)
+		}
+		_, cv, err := cur.Get(nil, nil, GetCurrent)
+		if err != nil || &cv[0] != &page[0] || len(cv) != len(page) {
+			t.Errorf("GetMultiple's page is not the stored value in place (GetCurrent %q, %v)", cv, err)
+		}
+		if m := WrapMulti(page, len(one)); m.Len() != 1 || !bytes.Equal(m.Val(0), one) {
+			t.Errorf("WrapMulti of the page: %d values", m.Len())
+		}
+		if _, _, err := cur.Get(nil, nil, NextMultiple); !IsNotFound(err) {
+			t.Errorf("NextMultiple after the only page: %v, want NotFound", err)
+		}
+		if _, _, err := cur.Get(nil, nil, PrevMultiple); !IsNotFound(err) {
+			t.Errorf("PrevMultiple before the only page: %v, want NotFound", err)
+		}
+		for _, c := range []struct {
+			op   uint
+			k, v []byte
+		}{{NextMultiple, []byte("a"), one}, {PrevMultiple, []byte("b"), two}} {
+			fresh, err := txn.OpenCursor(dbi)
+			if err != nil {
+				return err
+			}
+			k, v, err := fresh.Get(nil, nil, c.op)
+			fresh.Close()
+			if err != nil || !bytes.Equal(k, c.k) || !bytes.Equal(v, c.v) {
+				t.Errorf("op %d on a fresh cursor: %q %q %v; want %q %q", c.op, k, v, err, c.k, c.v)
+			}
+		}
+		return nil
+	})
+}
+
 func TestCursorDupFixedMulti(t *testing.T) {
 	env := openEnv(t, 0)
 	requireDupSort(t, env, DupFixed)

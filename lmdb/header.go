@@ -33,6 +33,7 @@ var headerAgreement = [...]int{
 	// Cursor operations: the ends of the run pin the whole iota sequence.
 	[1]int{}[First-C.MDB_FIRST], [1]int{}[GetMultiple-C.MDB_GET_MULTIPLE],
 	[1]int{}[NextNoDup-C.MDB_NEXT_NODUP], [1]int{}[SetRange-C.MDB_SET_RANGE],
+	[1]int{}[PrevMultiple-C.MDB_PREV_MULTIPLE],
 
 	// Return codes, likewise.
 	[1]int{}[KeyExist-C.MDB_KEYEXIST], [1]int{}[MapFull-C.MDB_MAP_FULL],

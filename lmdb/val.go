@@ -10,8 +10,9 @@ import "unsafe"
 
 // Multi is a run of equally sized values stored back to back, the unit of
 // DupFixed bulk transfer: Cursor.PutMulti stores one, and Cursor.Get with
-// GetMultiple or NextMultiple returns the raw page that WrapMulti turns into
-// one. It is only meaningful for databases opened with DupSort|DupFixed.
+// GetMultiple, NextMultiple or PrevMultiple returns the raw page that
+// WrapMulti turns into one (a key with a single value gives a one-value
+// page). It is only meaningful for databases opened with DupSort|DupFixed.
 type Multi struct {
 	buf  []byte
 	size int

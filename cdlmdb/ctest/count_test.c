@@ -454,11 +454,20 @@ static void check_key_ranks(MDB_txn *txn, MDB_dbi dbi, MDB_cursor *cur, int nran
 				EXPECT_RC(key_rank(txn, dbi, cur, &k, &d2, &r), MDB_NOTFOUND);
 			}
 		} else {
-			/* data is ignored without DUPSORT */
-			MDB_val junk = {3, "zzz"};
-			r = ~0ull;
-			EXPECT_RC(key_rank(txn, dbi, cur, &k, &junk, &r), 0);
-			EXPECT(r == idx);
+			/* without DUPSORT, data must be the stored value exactly:
+			 * one byte changed, one short, one long, empty, junk */
+			unsigned char alt[VMAX + 1];
+			size_t n = d.mv_size;
+			memcpy(alt, vb, n);
+			alt[n] = 0;
+			MDB_val bad[5] = {{n, alt}, {n - 1, alt}, {n + 1, alt}, {0, NULL}, {3, "zzz"}};
+			alt[rnd((unsigned)n)] ^= (unsigned char)(1 + rnd(255));
+			for (int b = 0; b < 5; b++) {
+				if (b == 1)
+					memcpy(alt, vb, n);	/* the others: exact bytes */
+				r = ~0ull;
+				EXPECT_RC(key_rank(txn, dbi, cur, &k, &bad[b], &r), MDB_NOTFOUND);
+			}
 		}
 	}
 	/* absent keys: a missing id, a prefix, an extension */
@@ -975,6 +984,103 @@ static void run_cfg(int c, int rounds)
 
 /* ---- fixed scenarios ----------------------------------------------------------------------------- */
 
+/*
+ * Key rank with data on a plain counted DB: data NULL asks for the key,
+ * data non-NULL (size 0 included) for the key holding exactly that value;
+ * DUPSORT keeps its meaning (the pair; size 0 is the empty duplicate).
+ * Through the txn and through a cursor, which does not move.
+ */
+static void test_rank_with_data(void)
+{
+	MDB_txn *txn;
+	MDB_dbi pl, du;
+	MDB_cursor *c;
+	static char big[5000], big2[5000];
+	memset(big, 'q', sizeof big);
+	memcpy(big2, big, sizeof big2);
+	big2[sizeof big2 - 1] = 'r';
+	MDB_val ka = {1, "a"}, kb = {1, "b"}, kc = {1, "c"}, kd = {1, "d"};
+	MDB_val empty = {0, NULL}, empty2 = {0, "x"}, x = {1, "x"}, y = {1, "y"}, x0 = {2, "x\0"};
+	MDB_val vbig = {sizeof big, big}, vbig2 = {sizeof big2, big2}, vshort = {sizeof big - 1, big};
+	tu_fresh_dir(DIR);
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_set_maxdbs(env, 4));
+	MUST(mdb_env_open(env, DIR, MDB_NOSYNC, 0644));
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	MUST(mdb_dbi_open(txn, "pl", MDB_CREATE | MDB_COUNTED, &pl));
+	MUST(mdb_dbi_open(txn, "du", MDB_CREATE | MDB_COUNTED | MDB_DUPSORT, &du));
+	/* pl: a = "" (empty), b = "x", c = 5000 bytes (an overflow value) */
+	MUST(mdb_put(txn, pl, &ka, &empty, 0));
+	MUST(mdb_put(txn, pl, &kb, &x, 0));
+	MUST(mdb_put(txn, pl, &kc, &vbig, 0));
+	/* du: a = {"", "x", "y"}, b = {"x"} */
+	MUST(mdb_put(txn, du, &ka, &x, 0));
+	MUST(mdb_put(txn, du, &ka, &empty, 0));
+	MUST(mdb_put(txn, du, &ka, &y, 0));
+	MUST(mdb_put(txn, du, &kb, &x, 0));
+	MUST(mdb_txn_commit(txn));
+	struct {
+		MDB_dbi *dbi;
+		MDB_val *k, *d;
+		int rc;
+		uint64_t rank;
+	} cases[] = {
+		{&pl, &ka, NULL, 0, 0},
+		{&pl, &ka, &empty, 0, 0},	/* the empty value, however pointed at */
+		{&pl, &ka, &empty2, 0, 0},
+		{&pl, &ka, &x, MDB_NOTFOUND, 0},
+		{&pl, &kb, NULL, 0, 1},
+		{&pl, &kb, &x, 0, 1},
+		{&pl, &kb, &y, MDB_NOTFOUND, 0},
+		{&pl, &kb, &empty, MDB_NOTFOUND, 0},
+		{&pl, &kb, &x0, MDB_NOTFOUND, 0},	/* longer, same prefix */
+		{&pl, &kc, &vbig, 0, 2},
+		{&pl, &kc, &vbig2, MDB_NOTFOUND, 0},	/* last byte differs */
+		{&pl, &kc, &vshort, MDB_NOTFOUND, 0},
+		{&pl, &kd, NULL, MDB_NOTFOUND, 0},	/* missing key */
+		{&pl, &kd, &x, MDB_NOTFOUND, 0},
+		{&du, &ka, NULL, 0, 0},
+		{&du, &ka, &empty, 0, 0},	/* DUPSORT: the empty duplicate */
+		{&du, &ka, &x, 0, 1},
+		{&du, &ka, &y, 0, 2},
+		{&du, &ka, &x0, MDB_NOTFOUND, 0},
+		{&du, &kb, NULL, 0, 3},
+		{&du, &kb, &x, 0, 3},
+		{&du, &kb, &empty, MDB_NOTFOUND, 0},
+		{&du, &kd, &x, MDB_NOTFOUND, 0},
+	};
+	for (int ro = 0; ro < 2; ro++) {
+		MUST(mdb_txn_begin(env, NULL, ro ? MDB_RDONLY : 0, &txn));
+		for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+			for (int via = 0; via < 2; via++) {
+				uint64_t r = ~0ull;
+				int rc;
+				if (via) {
+					/* the cursor stands on pl/du's last entry and stays */
+					MDB_val gk, gd;
+					MUST(mdb_cursor_open(txn, *cases[i].dbi, &c));
+					MUST(mdb_cursor_get(c, &gk, &gd, MDB_LAST));
+					rc = mdb_cursor_key_rank(c, cases[i].k, cases[i].d, 0, &r);
+					MDB_val ck, cd;
+					EXPECT_RC(mdb_cursor_get(c, &ck, &cd, MDB_GET_CURRENT), 0);
+					EXPECT(ck.mv_size == gk.mv_size && !memcmp(ck.mv_data, gk.mv_data, gk.mv_size));
+					mdb_cursor_close(c);
+				} else {
+					rc = mdb_get_key_rank(txn, *cases[i].dbi, cases[i].k, cases[i].d, &r);
+				}
+				EXPECT_RC(rc, cases[i].rc);
+				if (rc == 0)
+					EXPECT(r == cases[i].rank);
+				if (rc != cases[i].rc || (rc == 0 && r != cases[i].rank))
+					fprintf(stderr, "  rank case %zu (%s): rc %d rank %llu\n", i, via ? "cursor" : "txn",
+						rc, (unsigned long long)r);
+			}
+		}
+		mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+}
+
 /* Uncounted DBs, argument errors. */
 #define CQ_BOTH (MDB_COUNT_LOWER_INCL | MDB_COUNT_UPPER_INCL)
 
@@ -1382,6 +1488,7 @@ int main(int argc, char **argv)
 	int rounds = argc > 2 ? atoi(argv[2]) : 60 * tu_scale();
 	printf("count_test: seed %llu, %d rounds per DB\n", (unsigned long long)g_seed, rounds);
 	test_api_errors();
+	test_rank_with_data();
 	test_integer_keys();
 	for (int c = 0; c < NCFG; c++)
 		run_cfg(c, rounds);

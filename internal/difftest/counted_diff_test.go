@@ -128,8 +128,9 @@ func (s *countedCursor) renew(t tTxn) error { return s.oursCursor.renew(t.(*coun
 
 // countedConsistent: CountAll equals Stat's entries and the number of items a
 // cursor walk sees; for a few ranks r, Rank / Cursor.GetRank (then Next) give
-// the walk's r-th item and KeyRank its key's first item (DUPSORT: the pair's
-// rank through Cursor.KeyRank); CountRange / CountKeys between sampled keys,
+// the walk's r-th item and KeyRank its key's first item, Cursor.KeyRank with
+// the value the pair's rank (a plain DB: NotFound with a longer value);
+// CountRange / CountKeys between sampled keys,
 // with each bound kind, give what the walk holds there.
 // Not an errno error on purpose (a failing Check must not look like stock's).
 func countedConsistent(txn *dl.Txn, dbi dl.DBI) error {
@@ -222,11 +223,16 @@ func countedConsistent(txn *dl.Txn, dbi dl.DBI) error {
 		if err != nil || kr != uint64(first[r]) {
 			return fmt.Errorf("dbi %d: KeyRank(%s) = %d, %v; want %d", dbi, showBytes(ks[r]), kr, err, first[r])
 		}
-		if dupsort {
-			kr, err = rc.KeyRank(ks[r], vs[r])
-			if err != nil || kr != r {
-				return fmt.Errorf("dbi %d: Cursor.KeyRank(%s, %s) = %d, %v; want %d", dbi, showBytes(ks[r]),
-					showBytes(vs[r]), kr, err, r)
+		// (a plain DB's pair is its key holding exactly that value)
+		kr, err = rc.KeyRank(ks[r], vs[r])
+		if err != nil || kr != r {
+			return fmt.Errorf("dbi %d: Cursor.KeyRank(%s, %s) = %d, %v; want %d", dbi, showBytes(ks[r]),
+				showBytes(vs[r]), kr, err, r)
+		}
+		if !dupsort {
+			if kr, err = rc.KeyRank(ks[r], append(append([]byte(nil), vs[r]...), 0)); !dl.IsNotFound(err) {
+				return fmt.Errorf("dbi %d: Cursor.KeyRank(%s, a longer value) = %d, %v; want NotFound", dbi,
+					showBytes(ks[r]), kr, err)
 			}
 		}
 	}

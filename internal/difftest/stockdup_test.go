@@ -100,10 +100,10 @@ func (s *side) beforeDupOp(o op) (op, *result) {
 		if err != nil || n != 1 {
 			return o, nil
 		}
-		// one value: plain node (GetMultiple on a fresh cursor gives no
-		// data) or a one-item duplicate page (gives the item; no bug)
-		_, page, err := pc.get(nil, nil, cGetMultiple)
-		if err != nil || len(page) != 0 {
+		// one value: plain node or a one-item duplicate page (no bug);
+		// FirstDup tells them apart on both engines (dupNode), where
+		// GetMultiple does not (ours answers the value for either)
+		if s.dupNode(o.db, o.key) {
 			return o, nil
 		}
 		for drop = 0; stride*(drop+1) <= len(items) && bytes.Equal(items[stride*drop:stride*(drop+1)], single); drop++ {
