@@ -250,8 +250,10 @@ typedef struct dl_dbx {
 	MDB_cmp_func *x_dcmp;	/* duplicate order */
 	MDB_rel_func *x_rel;
 	void *x_relctx;
-	unsigned x_seq;		/* bumped when the slot is reused */
-	int x_used;
+	unsigned x_seq;		/* bumped when the slot takes another name (dbi.c) */
+	int x_used;		/* 0: free; x_name, if any, is the name it had last */
+	MDB_txn *x_owner;	/* top txn of the family that registered the handle, until
+				 * that txn ends or another txn opens it too; NULL after */
 } dl_dbx;
 
 /* txn-level per-DBI state (t_dbstate) */
@@ -792,6 +794,10 @@ DL_HIDDEN void dlmdb_retarget_past(MDB_cursor *mc, const MDB_val *from, const MD
 
 /* dbi.c */
 DL_HIDDEN int dlmdb_dbrecs_flush(MDB_txn *txn);
+/* dlmdb_dbi_ok for a handle this txn has not resolved yet */
+DL_HIDDEN int dlmdb_dbi_adopt(MDB_txn *txn, MDB_dbi dbi);
+/* the record of named DB name in txn's view (MDB_NOTFOUND: none) */
+DL_HIDDEN int dlmdb_dbrec_lookup(MDB_txn *txn, const char *name, size_t len, dl_dbrec *rec);
 DL_HIDDEN void dlmdb_dbis_finish(MDB_txn *txn, int committed);
 
 #define DL_TXN_FAIL(txn, rc) ((txn)->t_flags |= DL_T_ERROR, (rc))
