@@ -44,9 +44,15 @@ static void dbx_change_done(MDB_env *env)
  * Closing a slot (mdb_dbi_close, mdb_drop with del) only frees it for
  * later registrations: it keeps its name and x_seq, so txns that have it
  * bound go on using the DB their view holds.  x_seq changes only when a
- * slot is registered under another name; a txn that finds its binding's
- * x_seq gone stale gets MDB_BAD_DBI.  Registration prefers a free slot
- * that had the same name, then one never used, then any free one.
+ * slot is registered under another name (a txn that finds its binding's
+ * x_seq gone stale gets MDB_BAD_DBI), and that waits until no txn can
+ * have the slot bound: every top-level txn counts itself in the handle
+ * epoch it began in (dlmdb_txn_enter); the epoch moves from e to e + 1
+ * only when no txn of epoch e - 1 is left, so a txn of epoch e keeps it
+ * at e + 1 at most, and a slot freed in epoch f may take another name
+ * from epoch f + 2 on (every txn that could have bound it has ended).
+ * Registration prefers a free slot that had the same name, then one never
+ * used, then a free one past that wait; else MDB_DBS_FULL.
  *
  * A handle first registered by a txn that then aborts (or a reader that is
  * reset) is closed again, unless another txn family opened it meanwhile:
@@ -58,7 +64,19 @@ static void dbx_close(MDB_env *env, MDB_dbi dbi)
 	dbx_change_start(env);
 	__atomic_store_n(&x->x_used, 0, __ATOMIC_RELAXED);
 	x->x_owner = NULL;
+	x->x_freed = env->e_dbepoch;
 	dbx_change_done(env);
+}
+
+/* Move the handle epoch on as far as the live txns allow (e_dbimutex held). */
+static void epoch_advance(MDB_env *env)
+{
+	for (int i = 0; i < 2; i++) {
+		unsigned cur = env->e_dbepoch;
+		if (__atomic_load_n(&env->e_live_txns[(cur + 1) & 1], __ATOMIC_SEQ_CST))
+			return;	/* txns of epoch cur - 1 are still live */
+		__atomic_store_n(&env->e_dbepoch, cur + 1, __ATOMIC_SEQ_CST);
+	}
 }
 
 static void dbx_set_cmp(dl_dbx *x, unsigned f)
@@ -99,21 +117,30 @@ static unsigned dbx_pick(MDB_env *env, const char *name, size_t len)
 			continue;
 		if (dbx_named(x, name, len))
 			return i;
-		if (!any)
+		if (!any && env->e_dbepoch - x->x_freed >= 2)
 			any = i;
 	}
 	return env->e_numdbs < env->e_maxdbs ? env->e_numdbs : any;
 }
 
+/* The free slot that had name last, or 0 (e_dbimutex held). */
+static unsigned dbx_find_free(MDB_env *env, const char *name, size_t len)
+{
+	for (unsigned i = DL_CORE_DBS; i < env->e_numdbs; i++)
+		if (!env->e_dbx[i].x_used && dbx_named(&env->e_dbx[i], name, len))
+			return i;
+	return 0;
+}
+
 /* Register name in free slot (e_dbimutex held); dup is a malloc'd copy of
- * the name, taken over or freed. */
-static void dbx_register(MDB_env *env, unsigned slot, char *dup, size_t len, unsigned dbflags,
-	MDB_txn *owner)
+ * the name, taken over or freed (NULL will do when the slot had the name). */
+static void dbx_register(MDB_env *env, unsigned slot, const char *name, size_t len, char *dup,
+	unsigned dbflags, MDB_txn *owner)
 {
 	dl_dbx *x = &env->e_dbx[slot];
 	char *old = NULL;
 	dbx_change_start(env);
-	if (dbx_named(x, dup, len)) {
+	if (dbx_named(x, name, len)) {
 		old = dup;	/* the slot's own name: it stays what it was */
 	} else {
 		old = x->x_name;
@@ -213,13 +240,23 @@ int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *db
 	char *dup = NULL;
 	pthread_mutex_lock(&env->e_dbimutex);
 	unsigned slot = dbx_find(env, name, len);
-	if (slot && slot < txn->t_numdbs && txn->t_dbseq[slot] == env->e_dbx[slot].x_seq &&
-	    (txn->t_dbstate[slot] & (DL_DBS_VALID | DL_DBS_STALE)) == DL_DBS_VALID) {
-		/* resolved in this txn already */
+	unsigned mine = slot ? slot : dbx_find_free(env, name, len);
+	if (mine && mine < txn->t_numdbs && txn->t_dbseq[mine] == env->e_dbx[mine].x_seq &&
+	    (txn->t_dbstate[mine] & (DL_DBS_VALID | DL_DBS_STALE)) == DL_DBS_VALID) {
+		/* resolved in this txn already: its record is the one to use,
+		 * newer than the main DB's in a write txn.  A handle closed
+		 * meanwhile (a child's drop that aborted, another txn's drop or
+		 * mdb_dbi_close) is registered again, as this txn's */
+		if (!slot) {
+			dbx_register(env, mine, name, len, NULL, txn->t_dbs[mine].d_flags, txn_top(txn));
+			txn->t_dbstate[mine] |= DL_DBS_NEW;
+		}
 		pthread_mutex_unlock(&env->e_dbimutex);
-		*dbi = slot;
+		*dbi = mine;
 		return 0;
 	}
+	if (!slot)
+		epoch_advance(env);
 	if (!slot && !dbx_pick(env, name, len)) {
 		rc = MDB_DBS_FULL;
 		goto out;
@@ -255,9 +292,9 @@ int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *db
 		state |= DL_DBS_DIRTY;
 	}
 	if (!slot) {
-		memcpy(dup, name, len + 1);
+		memcpy(dup, name, len + 1);	/* dbx_register frees it if not needed */
 		slot = dbx_pick(env, name, len);
-		dbx_register(env, slot, dup, len, rec.d_flags, txn_top(txn));
+		dbx_register(env, slot, name, len, dup, rec.d_flags, txn_top(txn));
 		dup = NULL;
 		state |= DL_DBS_NEW;
 	} else if (slot < txn->t_numdbs && txn->t_dbseq[slot] == env->e_dbx[slot].x_seq) {

@@ -308,9 +308,9 @@ static int read_begin(MDB_txn *txn)
 			__atomic_store_n(&txn->t_slot->r_txnid, DL_SLOT_IDLE, __ATOMIC_RELEASE);
 		return rc;
 	}
+	dlmdb_txn_enter(txn);
 	txn_dbis_init(txn);
 	txn->t_flags = DL_T_RDONLY;
-	__atomic_add_fetch(&env->e_live_txns, 1, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -395,10 +395,10 @@ static int write_begin(MDB_txn *txn)
 	txn->t_scratch[1] = blob;
 	dlmdb_dirty_adopt(&txn->t_dirty, env);
 	lists_borrow(txn);
+	dlmdb_txn_enter(txn);
 	txn_dbis_init(txn);
 	txn->t_flags = 0;
 	env->e_wtxn = txn;
-	__atomic_add_fetch(&env->e_live_txns, 1, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -613,7 +613,7 @@ static void read_end(MDB_txn *txn, int keep_slot)
 	if (!(txn->t_flags & DL_T_DONE)) {
 		if (txn->t_slot)
 			__atomic_store_n(&txn->t_slot->r_txnid, DL_SLOT_IDLE, __ATOMIC_RELEASE);
-		__atomic_sub_fetch(&txn->t_env->e_live_txns, 1, __ATOMIC_SEQ_CST);
+		dlmdb_txn_leave(txn);
 	}
 	if (!keep_slot && txn->t_slot) {
 		dlmdb_reader_park(txn->t_env, txn->t_slot);
@@ -674,7 +674,7 @@ static void txn_end(MDB_txn *txn, int committed)
 		txn->t_parent->t_flags &= ~DL_T_CHILD;
 	} else {
 		env->e_wtxn = NULL;
-		__atomic_sub_fetch(&env->e_live_txns, 1, __ATOMIC_SEQ_CST);
+		dlmdb_txn_leave(txn);
 		dlmdb_wunlock(env);
 	}
 	txn->t_flags |= DL_T_DONE;

@@ -5,7 +5,9 @@
  * then the handle works there; otherwise MDB_NOTFOUND.  Handles registered
  * in the environment by other txns (open, committed after this one began,
  * aborted, nested) change nothing about that, nor do drops by later txns,
- * nor reset/renew of a reader.  All txns run on this thread (MDB_NOTLS).
+ * nor reset/renew of a reader, nor a freed slot taken by another name
+ * (that waits for the txns that may still use it).  All txns run on this
+ * thread (MDB_NOTLS).
  */
 #include "testutil.h"
 
@@ -269,6 +271,83 @@ static void test_shared_handle(MDB_env *env)
 	mdb_txn_abort(r);
 }
 
+
+/* A child drops a DB the parent changed, then aborts: the parent's open by
+ * name gives its own record back (stock LMDB re-reads the main DB's and
+ * loses the parent's puts). */
+static void test_child_drop_abort(MDB_env *env)
+{
+	MDB_txn *w = wr(env, NULL);
+	make_db(w, "q", "1");
+	MUST(mdb_txn_commit(w));
+	w = wr(env, NULL);
+	MDB_dbi d;
+	MUST(mdb_dbi_open(w, "q", 0, &d));
+	MDB_val k = {1, "k"}, v = {1, "2"};
+	MUST(mdb_put(w, d, &k, &v, 0));
+	MDB_txn *c = wr(env, w);
+	MUST(mdb_drop(c, d, 1));
+	OPEN_NONE(c, "q");
+	mdb_txn_abort(c);
+	OPEN_OK(w, "q", "2");
+	expect_db(w, d, "2", __LINE__);
+	MUST(mdb_txn_commit(w));
+	MDB_txn *r = rd(env);
+	OPEN_OK(r, "q", "2");
+	mdb_txn_abort(r);
+}
+
+/* Few slots: a reader of an old snapshot keeps its DB while the writer
+ * drops it and creates others; the slot takes another name only once that
+ * reader (and every txn live when it was freed) has ended, and until then
+ * a registration that finds no slot answers MDB_DBS_FULL. */
+static void test_slot_reuse(void)
+{
+	static const char *dir = "build/dbisnap_env2";
+	tu_fresh_dir(dir);
+	MDB_env *env;
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_set_maxdbs(env, 2));	/* two named DBs */
+	MUST(mdb_env_open(env, dir, MDB_NOTLS, 0644));
+	MDB_txn *w = wr(env, NULL);
+	make_db(w, "t1", "1");
+	make_db(w, "t2", "2");
+	MUST(mdb_txn_commit(w));
+	MDB_txn *r = rd(env);
+	MDB_dbi d1;
+	MUST(mdb_dbi_open(r, "t1", 0, &d1));
+	w = wr(env, NULL);
+	MDB_dbi wd;
+	MUST(mdb_dbi_open(w, "t1", 0, &wd));
+	MUST(mdb_drop(w, wd, 1));
+	MUST(mdb_txn_commit(w));
+	for (int i = 0; i < 3; i++) {	/* other txns come and go */
+		MDB_txn *r2 = rd(env);
+		OPEN_NONE(r2, "t1");
+		OPEN_OK(r2, "t2", "2");
+		mdb_txn_abort(r2);
+	}
+	w = wr(env, NULL);
+	MDB_dbi d3;
+	EXPECT_RC(mdb_dbi_open(w, "t3", MDB_CREATE, &d3), MDB_DBS_FULL);
+	mdb_txn_abort(w);
+	expect_db(r, d1, "1", __LINE__);	/* the reader still has t1 */
+	mdb_txn_abort(r);
+	w = wr(env, NULL);
+	MUST(mdb_dbi_open(w, "t3", MDB_CREATE, &d3));
+	EXPECT(d3 == d1);	/* t1's slot, now free for any name */
+	MDB_val k = {1, "k"}, v = {1, "3"};
+	MUST(mdb_put(w, d3, &k, &v, 0));
+	MUST(mdb_txn_commit(w));
+	r = rd(env);
+	OPEN_OK(r, "t3", "3");
+	OPEN_OK(r, "t2", "2");
+	MDB_dbi dn;	/* every slot in use: as stock, before looking the name up */
+	EXPECT_RC(mdb_dbi_open(r, "t1", 0, &dn), MDB_DBS_FULL);
+	mdb_txn_abort(r);
+	mdb_env_close(env);
+}
+
 int main(void)
 {
 	tu_fresh_dir(DIR0);
@@ -278,6 +357,8 @@ int main(void)
 	test_drop(env);
 	test_renew(env);
 	test_shared_handle(env);
+	test_child_drop_abort(env);
 	mdb_env_close(env);
+	test_slot_reuse();
 	return tu_finish("dbisnap_test");
 }
