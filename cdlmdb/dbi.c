@@ -68,12 +68,19 @@ static void dbx_close(MDB_env *env, MDB_dbi dbi)
 	dbx_change_done(env);
 }
 
-/* Move the handle epoch on as far as the live txns allow (e_dbimutex held). */
-static void epoch_advance(MDB_env *env)
+/* Move the handle epoch on as far as the live txns other than self (the
+ * top txn registering a handle) allow (e_dbimutex held).  Leaving self out
+ * is safe because dbx_pick never renames a slot the registering txn has
+ * bound; every other live txn still stops one of the two steps a freed
+ * slot waits for. */
+static void epoch_advance(MDB_env *env, const MDB_txn *self)
 {
 	for (int i = 0; i < 2; i++) {
 		unsigned cur = env->e_dbepoch;
-		if (__atomic_load_n(&env->e_live_txns[(cur + 1) & 1], __ATOMIC_SEQ_CST))
+		int live = __atomic_load_n(&env->e_live_txns[(cur + 1) & 1], __ATOMIC_SEQ_CST);
+		if (((self->t_dbepoch ^ (cur + 1)) & 1) == 0)
+			live--;
+		if (live)
 			return;	/* txns of epoch cur - 1 are still live */
 		__atomic_store_n(&env->e_dbepoch, cur + 1, __ATOMIC_SEQ_CST);
 	}
@@ -107,8 +114,8 @@ static unsigned dbx_find(MDB_env *env, const char *name, size_t len)
 	return 0;
 }
 
-/* The slot a new registration of name takes, or 0 if all are in use. */
-static unsigned dbx_pick(MDB_env *env, const char *name, size_t len)
+/* The slot a new registration of name by txn takes, or 0 if all are in use. */
+static unsigned dbx_pick(MDB_env *env, const char *name, size_t len, const MDB_txn *txn)
 {
 	unsigned any = 0;
 	for (unsigned i = DL_CORE_DBS; i < env->e_numdbs; i++) {
@@ -117,7 +124,8 @@ static unsigned dbx_pick(MDB_env *env, const char *name, size_t len)
 			continue;
 		if (dbx_named(x, name, len))
 			return i;
-		if (!any && env->e_dbepoch - x->x_freed >= 2)
+		if (!any && env->e_dbepoch - x->x_freed >= 2 &&
+		    !(i < txn->t_numdbs && (txn->t_dbstate[i] & DL_DBS_VALID)))
 			any = i;
 	}
 	return env->e_numdbs < env->e_maxdbs ? env->e_numdbs : any;
@@ -256,8 +264,8 @@ int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *db
 		return 0;
 	}
 	if (!slot)
-		epoch_advance(env);
-	if (!slot && !dbx_pick(env, name, len)) {
+		epoch_advance(env, txn_top(txn));
+	if (!slot && !dbx_pick(env, name, len, txn)) {
 		rc = MDB_DBS_FULL;
 		goto out;
 	}
@@ -293,7 +301,7 @@ int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *db
 	}
 	if (!slot) {
 		memcpy(dup, name, len + 1);	/* dbx_register frees it if not needed */
-		slot = dbx_pick(env, name, len);
+		slot = dbx_pick(env, name, len, txn);
 		dbx_register(env, slot, name, len, dup, rec.d_flags, txn_top(txn));
 		dup = NULL;
 		state |= DL_DBS_NEW;

@@ -345,6 +345,16 @@ static void test_slot_reuse(void)
 	MDB_dbi dn;	/* every slot in use: as stock, before looking the name up */
 	EXPECT_RC(mdb_dbi_open(r, "t1", 0, &dn), MDB_DBS_FULL);
 	mdb_txn_abort(r);
+	/* with no other txn about, a slot freed by the last commit takes
+	 * another name in the very next txn */
+	w = wr(env, NULL);
+	MUST(mdb_drop(w, d3, 1));
+	MUST(mdb_txn_commit(w));
+	w = wr(env, NULL);
+	MDB_dbi d4;
+	EXPECT_RC(mdb_dbi_open(w, "t4", MDB_CREATE, &d4), 0);
+	EXPECT(d4 == d3);
+	MUST(mdb_txn_commit(w));
 	mdb_env_close(env);
 }
 
