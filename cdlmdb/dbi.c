@@ -28,19 +28,62 @@ static void dbx_change_done(MDB_env *env)
 	__atomic_store_n(&env->e_dbigen, env->e_dbigen + 1, __ATOMIC_RELEASE);
 }
 
+/*
+ * Which handles a txn may use (issue 12).  A slot of e_dbx names a DB for
+ * the whole environment, but whether that DB exists is a question for each
+ * txn's own view: its snapshot, plus what a write txn and its parents
+ * changed.  So a txn resolves a handle itself before it uses it: opening
+ * it by name, or using a handle it has not seen before (dlmdb_dbi_adopt),
+ * looks the name up in the txn's view; found, the handle is bound in the
+ * txn (t_dbstate VALID, t_dbseq = x_seq) with the record it found; not
+ * found, the open answers MDB_NOTFOUND and the use EINVAL, whoever else
+ * has the handle open.  Handles in use at txn begin are bound unresolved
+ * (VALID | STALE: the record is looked up at first use, and a missing DB
+ * is MDB_BAD_DBI then), as in LMDB.
+ *
+ * Closing a slot (mdb_dbi_close, mdb_drop with del) only frees it for
+ * later registrations: it keeps its name and x_seq, so txns that have it
+ * bound go on using the DB their view holds.  x_seq changes only when a
+ * slot is registered under another name (a txn that finds its binding's
+ * x_seq gone stale gets MDB_BAD_DBI), and that waits until no txn can
+ * have the slot bound: every top-level txn counts itself in the handle
+ * epoch it began in (dlmdb_txn_enter); the epoch moves from e to e + 1
+ * only when no txn of epoch e - 1 is left, so a txn of epoch e keeps it
+ * at e + 1 at most, and a slot freed in epoch f may take another name
+ * from epoch f + 2 on (every txn that could have bound it has ended).
+ * Registration prefers a free slot that had the same name, then one never
+ * used, then a free one past that wait; else MDB_DBS_FULL.
+ *
+ * A handle first registered by a txn that then aborts (or a reader that is
+ * reset) is closed again, unless another txn family opened it meanwhile:
+ * x_owner names the registering family's top txn until either happens.
+ */
 static void dbx_close(MDB_env *env, MDB_dbi dbi)
 {
 	dl_dbx *x = &env->e_dbx[dbi];
 	dbx_change_start(env);
-	free(x->x_name);
-	x->x_name = NULL;
-	x->x_namelen = 0;
 	__atomic_store_n(&x->x_used, 0, __ATOMIC_RELAXED);
-	x->x_cmp = x->x_dcmp = NULL;
-	x->x_rel = NULL;
-	x->x_relctx = NULL;
-	__atomic_store_n(&x->x_seq, x->x_seq + 1, __ATOMIC_RELAXED);
+	x->x_owner = NULL;
+	x->x_freed = env->e_dbepoch;
 	dbx_change_done(env);
+}
+
+/* Move the handle epoch on as far as the live txns other than self (the
+ * top txn registering a handle) allow (e_dbimutex held).  Leaving self out
+ * is safe because dbx_pick never renames a slot the registering txn has
+ * bound; every other live txn still stops one of the two steps a freed
+ * slot waits for. */
+static void epoch_advance(MDB_env *env, const MDB_txn *self)
+{
+	for (int i = 0; i < 2; i++) {
+		unsigned cur = env->e_dbepoch;
+		int live = __atomic_load_n(&env->e_live_txns[(cur + 1) & 1], __ATOMIC_SEQ_CST);
+		if (((self->t_dbepoch ^ (cur + 1)) & 1) == 0)
+			live--;
+		if (live)
+			return;	/* txns of epoch cur - 1 are still live */
+		__atomic_store_n(&env->e_dbepoch, cur + 1, __ATOMIC_SEQ_CST);
+	}
 }
 
 static void dbx_set_cmp(dl_dbx *x, unsigned f)
@@ -48,6 +91,129 @@ static void dbx_set_cmp(dl_dbx *x, unsigned f)
 	x->x_cmp = dlmdb_cmp_for(f);
 	x->x_dcmp = dlmdb_cmp_for(((f & MDB_REVERSEDUP) ? MDB_REVERSEKEY : 0) |
 		((f & MDB_INTEGERDUP) ? MDB_INTEGERKEY : 0));
+}
+
+static MDB_txn *txn_top(MDB_txn *txn)
+{
+	while (txn->t_parent)
+		txn = txn->t_parent;
+	return txn;
+}
+
+static int dbx_named(const dl_dbx *x, const char *name, size_t len)
+{
+	return x->x_name && x->x_namelen == len && !memcmp(x->x_name, name, len);
+}
+
+/* The slot registered under name, or 0 (e_dbimutex held). */
+static unsigned dbx_find(MDB_env *env, const char *name, size_t len)
+{
+	for (unsigned i = DL_CORE_DBS; i < env->e_numdbs; i++)
+		if (env->e_dbx[i].x_used && dbx_named(&env->e_dbx[i], name, len))
+			return i;
+	return 0;
+}
+
+/* The slot a new registration of name by txn takes, or 0 if all are in use. */
+static unsigned dbx_pick(MDB_env *env, const char *name, size_t len, const MDB_txn *txn)
+{
+	unsigned any = 0;
+	for (unsigned i = DL_CORE_DBS; i < env->e_numdbs; i++) {
+		dl_dbx *x = &env->e_dbx[i];
+		if (x->x_used)
+			continue;
+		if (dbx_named(x, name, len))
+			return i;
+		if (!any && env->e_dbepoch - x->x_freed >= 2 &&
+		    !(i < txn->t_numdbs && (txn->t_dbstate[i] & DL_DBS_VALID)))
+			any = i;
+	}
+	return env->e_numdbs < env->e_maxdbs ? env->e_numdbs : any;
+}
+
+/* The free slot that had name last, or 0 (e_dbimutex held). */
+static unsigned dbx_find_free(MDB_env *env, const char *name, size_t len)
+{
+	for (unsigned i = DL_CORE_DBS; i < env->e_numdbs; i++)
+		if (!env->e_dbx[i].x_used && dbx_named(&env->e_dbx[i], name, len))
+			return i;
+	return 0;
+}
+
+/* Register name in free slot (e_dbimutex held); dup is a malloc'd copy of
+ * the name, taken over or freed (NULL will do when the slot had the name). */
+static void dbx_register(MDB_env *env, unsigned slot, const char *name, size_t len, char *dup,
+	unsigned dbflags, MDB_txn *owner)
+{
+	dl_dbx *x = &env->e_dbx[slot];
+	char *old = NULL;
+	dbx_change_start(env);
+	if (dbx_named(x, name, len)) {
+		old = dup;	/* the slot's own name: it stays what it was */
+	} else {
+		old = x->x_name;
+		x->x_name = dup;
+		x->x_namelen = len;
+		__atomic_store_n(&x->x_seq, x->x_seq + 1, __ATOMIC_RELAXED);
+	}
+	x->x_rel = NULL;
+	x->x_relctx = NULL;
+	dbx_set_cmp(x, dbflags);
+	x->x_owner = owner;
+	__atomic_store_n(&x->x_used, 1, __ATOMIC_RELAXED);
+	if (slot >= env->e_numdbs)
+		__atomic_store_n(&env->e_numdbs, slot + 1, __ATOMIC_RELAXED);
+	dbx_change_done(env);
+	free(old);
+}
+
+/* Bind slot in txn to rec (e_dbimutex held): the txn resolved the handle.
+ * A handle another family registered is no longer theirs to take back. */
+static void dbi_bind(MDB_txn *txn, unsigned slot, const dl_dbrec *rec, unsigned state)
+{
+	dl_dbx *x = &txn->t_env->e_dbx[slot];
+	if (x->x_owner && x->x_owner != txn_top(txn))
+		x->x_owner = NULL;
+	if (slot >= txn->t_numdbs)
+		txn->t_numdbs = slot + 1;
+	txn->t_dbs[slot] = *rec;
+	txn->t_dbstate[slot] = (unsigned char)state;
+	txn->t_dbseq[slot] = x->x_seq;
+}
+
+int dlmdb_dbrec_lookup(MDB_txn *txn, const char *name, size_t len, dl_dbrec *rec)
+{
+	MDB_cursor mc;
+	MDB_val k = {len, (void *)name}, d;
+	dlmdb_cursor_setup(&mc, txn, DL_MAIN_DBI);
+	int rc = dlmdb_cursor_seek(&mc, &k, &d, MDB_SET);
+	if (rc)
+		return rc;
+	dl_node *n = dl_pg_node(mc.c_pg[mc.c_top], mc.c_ki[mc.c_top]);
+	if ((n->n_flags & (DL_N_TREE | DL_N_DUP)) != DL_N_TREE || d.mv_size != sizeof *rec)
+		return MDB_INCOMPATIBLE;
+	memcpy(rec, d.mv_data, sizeof *rec);
+	return 0;
+}
+
+int dlmdb_dbi_adopt(MDB_txn *txn, MDB_dbi dbi)
+{
+	MDB_env *env = txn->t_env;
+	if (dbi < DL_CORE_DBS)
+		return EINVAL;
+	int rc = EINVAL;
+	pthread_mutex_lock(&env->e_dbimutex);
+	dl_dbx *x = &env->e_dbx[dbi];
+	if (dbi < env->e_numdbs && x->x_used) {
+		dl_dbrec rec;
+		rc = dlmdb_dbrec_lookup(txn, x->x_name, x->x_namelen, &rec);
+		if (rc == 0)
+			dbi_bind(txn, dbi, &rec, DL_DBS_VALID);
+		else if (rc == MDB_NOTFOUND)
+			rc = EINVAL;	/* not a DB of this txn's view */
+	}
+	pthread_mutex_unlock(&env->e_dbimutex);
+	return rc;
 }
 
 int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *dbi)
@@ -79,42 +245,42 @@ int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *db
 	}
 	size_t len = strlen(name);
 	int rc;
+	char *dup = NULL;
 	pthread_mutex_lock(&env->e_dbimutex);
-	unsigned freeslot = 0;
-	for (unsigned i = DL_CORE_DBS; i < env->e_numdbs; i++) {
-		dl_dbx *x = &env->e_dbx[i];
-		if (!x->x_used) {
-			if (!freeslot)
-				freeslot = i;
-			continue;
+	unsigned slot = dbx_find(env, name, len);
+	unsigned mine = slot ? slot : dbx_find_free(env, name, len);
+	if (mine && mine < txn->t_numdbs && txn->t_dbseq[mine] == env->e_dbx[mine].x_seq &&
+	    (txn->t_dbstate[mine] & (DL_DBS_VALID | DL_DBS_STALE)) == DL_DBS_VALID) {
+		/* resolved in this txn already: its record is the one to use,
+		 * newer than the main DB's in a write txn.  A handle closed
+		 * meanwhile (a child's drop that aborted, another txn's drop or
+		 * mdb_dbi_close) is registered again, as this txn's */
+		if (!slot) {
+			dbx_register(env, mine, name, len, NULL, txn->t_dbs[mine].d_flags, txn_top(txn));
+			txn->t_dbstate[mine] |= DL_DBS_NEW;
 		}
-		if (x->x_namelen == len && !memcmp(x->x_name, name, len)) {
-			pthread_mutex_unlock(&env->e_dbimutex);
-			*dbi = i;
-			return dlmdb_dbi_ok(txn, i);
-		}
-	}
-	if (!freeslot && env->e_numdbs >= env->e_maxdbs) {
 		pthread_mutex_unlock(&env->e_dbimutex);
-		return MDB_DBS_FULL;
+		*dbi = mine;
+		return 0;
+	}
+	if (!slot)
+		epoch_advance(env, txn_top(txn));
+	if (!slot && !dbx_pick(env, name, len, txn)) {
+		rc = MDB_DBS_FULL;
+		goto out;
 	}
 	if (txn->t_dbs[DL_MAIN_DBI].d_flags & (MDB_DUPSORT | MDB_INTEGERKEY)) {
-		pthread_mutex_unlock(&env->e_dbimutex);
-		return (flags & MDB_CREATE) ? MDB_INCOMPATIBLE : MDB_NOTFOUND;
+		rc = (flags & MDB_CREATE) ? MDB_INCOMPATIBLE : MDB_NOTFOUND;
+		goto out;
+	}
+	if (!slot && !(dup = malloc(len + 1))) {
+		rc = ENOMEM;	/* before anything is created */
+		goto out;
 	}
 	dl_dbrec rec;
-	unsigned state = DL_DBS_VALID | DL_DBS_NEW;
-	MDB_cursor mc;
-	MDB_val k = {len, (void *)name}, d;
-	dlmdb_cursor_setup(&mc, txn, DL_MAIN_DBI);
-	rc = dlmdb_cursor_seek(&mc, &k, &d, MDB_SET);
+	unsigned state = DL_DBS_VALID;
+	rc = dlmdb_dbrec_lookup(txn, name, len, &rec);
 	if (rc == 0) {
-		dl_node *n = dl_pg_node(mc.c_pg[mc.c_top], mc.c_ki[mc.c_top]);
-		if ((n->n_flags & (DL_N_TREE | DL_N_DUP)) != DL_N_TREE || d.mv_size != sizeof rec) {
-			rc = MDB_INCOMPATIBLE;
-			goto out;
-		}
-		memcpy(&rec, d.mv_data, sizeof rec);
 		if (rec.d_flags & ~DL_DB_USERFLAGS) {
 			rc = MDB_INCOMPATIBLE;
 			goto out;
@@ -133,32 +299,21 @@ int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *db
 			goto out;
 		state |= DL_DBS_DIRTY;
 	}
-	char *dup = malloc(len + 1);
-	if (!dup) {
-		rc = ENOMEM;
-		goto out;
+	if (!slot) {
+		memcpy(dup, name, len + 1);	/* dbx_register frees it if not needed */
+		slot = dbx_pick(env, name, len, txn);
+		dbx_register(env, slot, name, len, dup, rec.d_flags, txn_top(txn));
+		dup = NULL;
+		state |= DL_DBS_NEW;
+	} else if (slot < txn->t_numdbs && txn->t_dbseq[slot] == env->e_dbx[slot].x_seq) {
+		state |= txn->t_dbstate[slot] & DL_DBS_NEW;	/* registered by this txn */
 	}
-	memcpy(dup, name, len + 1);
-	unsigned slot = freeslot ? freeslot : env->e_numdbs;
-	dl_dbx *x = &env->e_dbx[slot];
-	dbx_change_start(env);
-	x->x_name = dup;
-	x->x_namelen = len;
-	__atomic_store_n(&x->x_used, 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&x->x_seq, x->x_seq + 1, __ATOMIC_RELAXED);
-	dbx_set_cmp(x, rec.d_flags);
-	if (slot >= env->e_numdbs)
-		__atomic_store_n(&env->e_numdbs, slot + 1, __ATOMIC_RELAXED);
-	dbx_change_done(env);
-	if (slot >= txn->t_numdbs)
-		txn->t_numdbs = slot + 1;
-	txn->t_dbs[slot] = rec;
-	txn->t_dbstate[slot] = (unsigned char)state;
-	txn->t_dbseq[slot] = x->x_seq;
+	dbi_bind(txn, slot, &rec, state);
 	*dbi = slot;
 	rc = 0;
 out:
 	pthread_mutex_unlock(&env->e_dbimutex);
+	free(dup);
 	return rc;
 }
 
@@ -267,6 +422,8 @@ int dlmdb_dbrecs_flush(MDB_txn *txn)
 		if ((st & (DL_DBS_VALID | DL_DBS_DIRTY | DL_DBS_STALE)) != (DL_DBS_VALID | DL_DBS_DIRTY))
 			continue;
 		dl_dbx *x = &env->e_dbx[i];
+		if (txn->t_dbseq[i] != x->x_seq)
+			return MDB_BAD_DBI;	/* the slot was given another name meanwhile */
 		int rc = dlmdb_put_dbrec(txn, x->x_name, x->x_namelen, &txn->t_dbs[i]);
 		if (rc)
 			return rc;
@@ -288,17 +445,24 @@ void dlmdb_dbis_finish(MDB_txn *txn, int committed)
 		i++;
 	if (i >= txn->t_numdbs)
 		return;
+	MDB_txn *top = txn_top(txn);
 	pthread_mutex_lock(&env->e_dbimutex);
 	for (; i < txn->t_numdbs; i++) {
 		if (!(txn->t_dbstate[i] & DL_DBS_NEW))
 			continue;
 		txn->t_dbstate[i] &= (unsigned char)~DL_DBS_NEW;
-		if (committed)
-			continue;
+		dl_dbx *x = &env->e_dbx[i];
+		if (x->x_owner != top || txn->t_dbseq[i] != x->x_seq)
+			continue;	/* shared with other txns by now, or closed */
+		if (committed) {
+			if (txn == top)
+				x->x_owner = NULL;	/* the handle stays */
+			continue;	/* a child's: the parent decides */
+		}
 		MDB_txn *p = txn->t_parent;
 		if (p && i < p->t_numdbs && (p->t_dbstate[i] & DL_DBS_VALID))
 			continue; /* the parent already knew this handle */
-		if (env->e_dbx[i].x_used && txn->t_dbseq[i] == env->e_dbx[i].x_seq)
+		if (x->x_used)
 			dbx_close(env, i);
 	}
 	pthread_mutex_unlock(&env->e_dbimutex);

@@ -254,8 +254,11 @@ typedef struct dl_dbx {
 	MDB_cmp_func *x_dcmp;	/* duplicate order */
 	MDB_rel_func *x_rel;
 	void *x_relctx;
-	unsigned x_seq;		/* bumped when the slot is reused */
-	int x_used;
+	unsigned x_seq;		/* bumped when the slot takes another name (dbi.c) */
+	int x_used;		/* 0: free; x_name, if any, is the name it had last */
+	unsigned x_freed;	/* e_dbepoch when it was freed */
+	MDB_txn *x_owner;	/* top txn of the family that registered the handle, until
+				 * that txn ends or another txn opens it too; NULL after */
 } dl_dbx;
 
 /* txn-level per-DBI state (t_dbstate) */
@@ -305,6 +308,7 @@ struct MDB_txn {
 	MDB_cursor *t_cursors;	/* open user cursors (linked by c_next) */
 	dl_reader *t_slot;	/* read txns: our reader slot */
 	uint64_t t_gen;		/* bumped on every tree change */
+	unsigned t_dbepoch;	/* top-level txns: the handle epoch it began in */
 	/* write txns only */
 	dl_dirty t_dirty;	/* pages copied or allocated by this txn */
 	dl_pgl t_freed;		/* committed pages released by this txn */
@@ -387,7 +391,11 @@ struct MDB_env {
 	size_t e_nodemax;	/* largest leaf node kept inline */
 	pid_t e_pid;
 	int e_opened;
-	int e_live_txns;	/* txns of this env currently open */
+	/* top-level txns of this env currently open, by the parity of the
+	 * handle epoch they began in (dbi.c: when a freed slot may take
+	 * another name) */
+	int e_live_txns[2];
+	unsigned e_dbepoch;
 	MDB_txn *e_wtxn;	/* the top-level write txn, if any */
 	/* writer lock stranded by a txn ended on the wrong thread (lock.c):
 	 * 0, or the holder's kernel thread id (-1: not known) */
@@ -723,6 +731,27 @@ static inline void dlmdb_txn_changed(MDB_txn *txn, MDB_cursor *except)
 	txn->t_gen++;
 }
 DL_HIDDEN int dlmdb_db_refresh(MDB_txn *txn, MDB_dbi dbi);
+/* A top-level txn begins (before it copies the handle table) or ends: it
+ * joins or leaves the count of live txns of the current handle epoch.
+ * Joining re-checks the epoch, so that a member of epoch e keeps the
+ * epoch from passing e + 1 while it lives (dbi.c). */
+static inline void dlmdb_txn_enter(MDB_txn *txn)
+{
+	MDB_env *env = txn->t_env;
+	for (;;) {
+		unsigned e = __atomic_load_n(&env->e_dbepoch, __ATOMIC_SEQ_CST);
+		__atomic_add_fetch(&env->e_live_txns[e & 1], 1, __ATOMIC_SEQ_CST);
+		if (DL_LIKELY(__atomic_load_n(&env->e_dbepoch, __ATOMIC_SEQ_CST) == e)) {
+			txn->t_dbepoch = e;
+			return;
+		}
+		__atomic_sub_fetch(&env->e_live_txns[e & 1], 1, __ATOMIC_SEQ_CST);
+	}
+}
+static inline void dlmdb_txn_leave(MDB_txn *txn)
+{
+	__atomic_sub_fetch(&txn->t_env->e_live_txns[txn->t_dbepoch & 1], 1, __ATOMIC_SEQ_CST);
+}
 DL_HIDDEN int dlmdb_dbi_ok(MDB_txn *txn, MDB_dbi dbi);
 
 /* freelist.c */
@@ -857,6 +886,10 @@ DL_HIDDEN void dlmdb_retarget_past(MDB_cursor *mc, const MDB_val *from, const MD
 
 /* dbi.c */
 DL_HIDDEN int dlmdb_dbrecs_flush(MDB_txn *txn);
+/* dlmdb_dbi_ok for a handle this txn has not resolved yet */
+DL_HIDDEN int dlmdb_dbi_adopt(MDB_txn *txn, MDB_dbi dbi);
+/* the record of named DB name in txn's view (MDB_NOTFOUND: none) */
+DL_HIDDEN int dlmdb_dbrec_lookup(MDB_txn *txn, const char *name, size_t len, dl_dbrec *rec);
 DL_HIDDEN void dlmdb_dbis_finish(MDB_txn *txn, int committed);
 
 #define DL_TXN_FAIL(txn, rc) ((txn)->t_flags |= DL_T_ERROR, (rc))

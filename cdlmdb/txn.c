@@ -94,39 +94,39 @@ int dlmdb_dbi_ok(MDB_txn *txn, MDB_dbi dbi)
 	MDB_env *env = txn->t_env;
 	if (dbi >= env->e_maxdbs)
 		return EINVAL;
-	if (dbi >= txn->t_numdbs || !(txn->t_dbstate[dbi] & DL_DBS_VALID)) {
-		/* a handle opened by another txn after this one began */
-		if (dbi < DL_CORE_DBS || dbi >= env->e_numdbs || !env->e_dbx[dbi].x_used)
-			return EINVAL;
-		if (dbi >= txn->t_numdbs)
-			txn->t_numdbs = dbi + 1;
-		txn->t_dbstate[dbi] = DL_DBS_VALID | DL_DBS_STALE;
-		txn->t_dbseq[dbi] = env->e_dbx[dbi].x_seq;
-	}
+	if (DL_UNLIKELY(dbi >= txn->t_numdbs || !(txn->t_dbstate[dbi] & DL_DBS_VALID)))
+		return dlmdb_dbi_adopt(txn, dbi);	/* not resolved in this txn yet (dbi.c) */
 	if (dbi >= DL_CORE_DBS && txn->t_dbseq[dbi] != env->e_dbx[dbi].x_seq)
-		return MDB_BAD_DBI;
+		return MDB_BAD_DBI;	/* the slot names another DB now */
 	return 0;
 }
 
-/* Reload a named DB's record from the main DB. */
-int dlmdb_db_refresh(MDB_txn *txn, MDB_dbi dbi)
+static int db_reload(MDB_txn *txn, MDB_dbi dbi, const dl_dbx *x)
 {
-	MDB_env *env = txn->t_env;
-	dl_dbx *x = &env->e_dbx[dbi];
-	MDB_cursor mc;
-	MDB_val k = {x->x_namelen, x->x_name}, d;
-	dlmdb_cursor_setup(&mc, txn, DL_MAIN_DBI);
-	int rc = dlmdb_cursor_seek(&mc, &k, &d, MDB_SET);
+	int rc = dlmdb_dbrec_lookup(txn, x->x_name, x->x_namelen, &txn->t_dbs[dbi]);
 	if (rc == MDB_NOTFOUND)
 		return MDB_BAD_DBI;
 	if (rc)
 		return rc;
-	dl_node *n = dl_pg_node(mc.c_pg[mc.c_top], mc.c_ki[mc.c_top]);
-	if ((n->n_flags & (DL_N_TREE | DL_N_DUP)) != DL_N_TREE || d.mv_size != sizeof(dl_dbrec))
-		return MDB_INCOMPATIBLE;
-	memcpy(&txn->t_dbs[dbi], d.mv_data, sizeof(dl_dbrec));
 	txn->t_dbstate[dbi] &= ~DL_DBS_STALE;
 	return 0;
+}
+
+/* Reload a named DB's record from the main DB.  The slot of a handle that
+ * was closed meanwhile keeps its name until it is registered again, under
+ * e_dbimutex: read it under the mutex then. */
+int dlmdb_db_refresh(MDB_txn *txn, MDB_dbi dbi)
+{
+	MDB_env *env = txn->t_env;
+	dl_dbx *x = &env->e_dbx[dbi];
+	if (DL_LIKELY(__atomic_load_n(&x->x_used, __ATOMIC_RELAXED)))
+		return db_reload(txn, dbi, x);
+	pthread_mutex_lock(&env->e_dbimutex);
+	int rc = MDB_BAD_DBI;
+	if (txn->t_dbseq[dbi] == x->x_seq && x->x_name)
+		rc = db_reload(txn, dbi, x);
+	pthread_mutex_unlock(&env->e_dbimutex);
+	return rc;
 }
 
 /* A top-level txn's struct (reader or writer: both have the same size) is
@@ -308,9 +308,9 @@ static int read_begin(MDB_txn *txn)
 			__atomic_store_n(&txn->t_slot->r_txnid, DL_SLOT_IDLE, __ATOMIC_RELEASE);
 		return rc;
 	}
+	dlmdb_txn_enter(txn);
 	txn_dbis_init(txn);
 	txn->t_flags = DL_T_RDONLY;
-	__atomic_add_fetch(&env->e_live_txns, 1, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -395,10 +395,10 @@ static int write_begin(MDB_txn *txn)
 	txn->t_scratch[1] = blob;
 	dlmdb_dirty_adopt(&txn->t_dirty, env);
 	lists_borrow(txn);
+	dlmdb_txn_enter(txn);
 	txn_dbis_init(txn);
 	txn->t_flags = 0;
 	env->e_wtxn = txn;
-	__atomic_add_fetch(&env->e_live_txns, 1, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -615,7 +615,7 @@ static void read_end(MDB_txn *txn, int keep_slot)
 	if (!(txn->t_flags & DL_T_DONE)) {
 		if (txn->t_slot)
 			__atomic_store_n(&txn->t_slot->r_txnid, DL_SLOT_IDLE, __ATOMIC_RELEASE);
-		__atomic_sub_fetch(&txn->t_env->e_live_txns, 1, __ATOMIC_SEQ_CST);
+		dlmdb_txn_leave(txn);
 	}
 	if (!keep_slot && txn->t_slot) {
 		dlmdb_reader_park(txn->t_env, txn->t_slot);
@@ -676,7 +676,7 @@ static void txn_end(MDB_txn *txn, int committed)
 		txn->t_parent->t_flags &= ~DL_T_CHILD;
 	} else {
 		env->e_wtxn = NULL;
-		__atomic_sub_fetch(&env->e_live_txns, 1, __ATOMIC_SEQ_CST);
+		dlmdb_txn_leave(txn);
 		dlmdb_wunlock(env);
 	}
 	txn->t_flags |= DL_T_DONE;

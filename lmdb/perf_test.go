@@ -236,6 +236,61 @@ func BenchmarkSidePointRead(b *testing.B) {
 	})
 }
 
+// BenchmarkSideNamedRead: a read transaction per get on a named DB, the
+// handle opened by name in each transaction (open/) or kept from the
+// transaction that created it (handle/): BeginTxn, [OpenDBI,] Get, Abort.
+func BenchmarkSideNamedRead(b *testing.B) {
+	d := newSideData(sideKeys)
+	for _, byName := range []bool{true, false} {
+		mode := "handle"
+		if byName {
+			mode = "open"
+		}
+		b.Run(mode+"/ours", func(b *testing.B) {
+			env, dbi := oursSideEnv(b, d, true)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				txn, err := env.BeginTxn(nil, lmdb.Readonly)
+				if err != nil {
+					b.Fatal(err)
+				}
+				h := dbi
+				if byName {
+					h, err = txn.OpenDBI("dups", 0)
+				}
+				if err == nil {
+					_, err = txn.Get(h, d.keys[d.order[i&0xffff]])
+				}
+				txn.Abort()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(mode+"/lmdb-go", func(b *testing.B) {
+			env, dbi := stockSideEnv(b, d, true)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				txn, err := env.BeginTxn(nil, stock.Readonly)
+				if err != nil {
+					b.Fatal(err)
+				}
+				h := dbi
+				if byName {
+					h, err = txn.OpenDBI("dups", 0)
+				}
+				if err == nil {
+					_, err = txn.Get(h, d.keys[d.order[i&0xffff]])
+				}
+				txn.Abort()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkSideRenew: a pooled read transaction, Renew + Get + Reset.
 func BenchmarkSideRenew(b *testing.B) {
 	d := newSideData(sideKeys)

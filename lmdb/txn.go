@@ -276,6 +276,22 @@ func (txn *Txn) Renew() error {
 // name is refused. The DBI may be used by other transactions once this one
 // has committed.
 //
+// OpenDBI answers from this transaction's view: its snapshot, plus, in a
+// write transaction, what it and its parents changed. A database that view
+// does not hold is NotFound (without Create), even while another
+// transaction has it open, or created it and committed after this one
+// began; a database it holds is found, and works here, even if a later
+// transaction dropped it. So a reader that polls for a database another
+// goroutine creates can begin a read transaction, treat NotFound as "not
+// yet" and use the DBI once it is found. A DBI this transaction did not
+// open itself works here when its database is in the view, and fails
+// (EINVAL) when it is not.
+//
+// As in lmdb-go, a DBI first opened by a transaction that aborts (or a
+// read-only one that is Reset) is closed again, unless another
+// transaction opened it meanwhile; one opened in a read-only transaction
+// that commits (Env.View when fn returns nil) stays open.
+//
 // See mdb_dbi_open.
 func (txn *Txn) OpenDBI(name string, flags uint) (DBI, error) {
 	cname := C.CString(name)
@@ -332,7 +348,9 @@ func (txn *Txn) Stat(dbi DBI) (*Stat, error) {
 }
 
 // Drop removes every item of database dbi; with del set it also deletes the
-// database itself and closes the handle.
+// database itself and closes the handle. Transactions of earlier snapshots
+// that have dbi open keep reading the database; the number is given to
+// another database only once they have ended.
 //
 // See mdb_drop.
 func (txn *Txn) Drop(dbi DBI, del bool) error {

@@ -106,8 +106,9 @@ func (s *oursEnv) copyTo(path string, compact bool) error {
 	}
 	return s.e.Copy(path)
 }
-func (s *oursEnv) maxKeySize() int { return s.e.MaxKeySize() }
-func (s *oursEnv) close() error    { return s.e.Close() }
+func (s *oursEnv) maxKeySize() int     { return s.e.MaxKeySize() }
+func (s *oursEnv) close() error        { return s.e.Close() }
+func (s *oursEnv) closeDBI(dbi uint32) { s.e.CloseDBI(lmdb.DBI(dbi)) }
 
 type oursTxn struct{ t *lmdb.Txn }
 

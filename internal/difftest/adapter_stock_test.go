@@ -103,8 +103,9 @@ func (s *stockEnv) copyTo(path string, compact bool) error {
 	}
 	return s.e.Copy(path)
 }
-func (s *stockEnv) maxKeySize() int { return s.e.MaxKeySize() }
-func (s *stockEnv) close() error    { return s.e.Close() }
+func (s *stockEnv) maxKeySize() int     { return s.e.MaxKeySize() }
+func (s *stockEnv) close() error        { return s.e.Close() }
+func (s *stockEnv) closeDBI(dbi uint32) { s.e.CloseDBI(lmdb.DBI(dbi)) }
 
 type stockTxn struct{ t *lmdb.Txn }
 

@@ -51,6 +51,7 @@ type tEnv interface {
 	maxKeySize() int
 	lastPgno() (uint64, error)
 	copyTo(path string, compact bool) error
+	closeDBI(dbi uint32)
 	close() error
 }
 
