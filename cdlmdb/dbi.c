@@ -52,7 +52,9 @@ static void dbx_change_done(MDB_env *env)
  * at e + 1 at most, and a slot freed in epoch f may take another name
  * from epoch f + 2 on (every txn that could have bound it has ended).
  * Registration prefers a free slot that had the same name, then one never
- * used, then a free one past that wait; else MDB_DBS_FULL.
+ * used, then a free one past that wait, then one past that wait that only
+ * the registering txn itself has bound (dbx_self_renamable); else
+ * MDB_DBS_FULL.
  *
  * A handle first registered by a txn that then aborts (or a reader that is
  * reset) is closed again, unless another txn family opened it meanwhile:
@@ -114,21 +116,45 @@ static unsigned dbx_find(MDB_env *env, const char *name, size_t len)
 	return 0;
 }
 
+/*
+ * 1 if txn may rename free slot i that it has bound itself: the binding it
+ * loses is its own to give up, as after mdb_dbi_close in LMDB, where the
+ * handle is not to be used again.  Only a top-level txn with no record
+ * change of that DB still to write and (a write txn) no cursor open on it,
+ * so that nothing of the old DB is left half-done.  This is the pattern of
+ * mdb_stat -a and the tools: one txn opens, uses and closes each DB in
+ * turn with maxdbs smaller than the number of DBs.
+ */
+static int dbx_self_renamable(const MDB_txn *txn, unsigned i)
+{
+	if (txn->t_parent || (txn->t_dbstate[i] & DL_DBS_DIRTY))
+		return 0;
+	for (const MDB_cursor *c = txn->t_cursors; c; c = c->c_next)
+		if (c->c_dbi == i)
+			return 0;
+	return 1;
+}
+
 /* The slot a new registration of name by txn takes, or 0 if all are in use. */
 static unsigned dbx_pick(MDB_env *env, const char *name, size_t len, const MDB_txn *txn)
 {
-	unsigned any = 0;
+	unsigned any = 0, self = 0;
 	for (unsigned i = DL_CORE_DBS; i < env->e_numdbs; i++) {
 		dl_dbx *x = &env->e_dbx[i];
 		if (x->x_used)
 			continue;
 		if (dbx_named(x, name, len))
 			return i;
-		if (!any && env->e_dbepoch - x->x_freed >= 2 &&
-		    !(i < txn->t_numdbs && (txn->t_dbstate[i] & DL_DBS_VALID)))
+		if (any || env->e_dbepoch - x->x_freed < 2)
+			continue;
+		if (!(i < txn->t_numdbs && (txn->t_dbstate[i] & DL_DBS_VALID)))
 			any = i;
+		else if (!self && dbx_self_renamable(txn, i))
+			self = i;
 	}
-	return env->e_numdbs < env->e_maxdbs ? env->e_numdbs : any;
+	if (env->e_numdbs < env->e_maxdbs)
+		return env->e_numdbs;
+	return any ? any : self;
 }
 
 /* The free slot that had name last, or 0 (e_dbimutex held). */

@@ -358,6 +358,74 @@ static void test_slot_reuse(void)
 	mdb_env_close(env);
 }
 
+/* The pattern of mdb_stat -a and our tools: one txn opens, uses and closes
+ * each named DB in turn, with fewer slots than DBs.  The txn gives up its
+ * own binding of a closed slot, so the slot takes the next name at once;
+ * a slot another live txn has bound, a DB this txn changed, or one a write
+ * txn's cursor still stands on is not taken (MDB_DBS_FULL instead). */
+static void test_close_reopen_one_txn(void)
+{
+	static const char *dir = "build/dbisnap_env3";
+	static const char *names[] = {"a", "bb", "ccc", "dddd", "eeeee"};
+	tu_fresh_dir(dir);
+	MDB_env *env;
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_set_maxdbs(env, 6));
+	MUST(mdb_env_open(env, dir, MDB_NOTLS, 0644));
+	MDB_txn *w = wr(env, NULL);
+	for (int i = 0; i < 5; i++)
+		make_db(w, names[i], names[i]);
+	MUST(mdb_txn_commit(w));
+	mdb_env_close(env);
+
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_set_maxdbs(env, 1));	/* one slot for five DBs */
+	MUST(mdb_env_open(env, dir, MDB_NOTLS, 0644));
+	for (int pass = 0; pass < 2; pass++) {	/* a read txn, then a write txn */
+		MDB_txn *t = pass ? wr(env, NULL) : rd(env);
+		for (int i = 0; i < 5; i++) {
+			MDB_dbi d;
+			EXPECT_RC(mdb_dbi_open(t, names[i], 0, &d), 0);
+			expect_db(t, d, names[i], __LINE__);
+			mdb_dbi_close(env, d);
+		}
+		mdb_txn_abort(t);
+	}
+	/* another live txn has the slot bound: not renamed under it */
+	MDB_txn *r = rd(env), *t;
+	MDB_dbi d, d2;
+	MUST(mdb_dbi_open(r, "a", 0, &d));
+	expect_db(r, d, "a", __LINE__);
+	t = rd(env);
+	mdb_dbi_close(env, d);
+	EXPECT_RC(mdb_dbi_open(t, "bb", 0, &d2), MDB_DBS_FULL);
+	expect_db(r, d, "a", __LINE__);	/* r still reads its own DB */
+	mdb_txn_abort(t);
+	mdb_txn_abort(r);
+	/* a write txn that changed the closed DB, or has a cursor on it */
+	w = wr(env, NULL);
+	MUST(mdb_dbi_open(w, "a", 0, &d));
+	MDB_val k = {1, "k"}, v = {2, "a2"};
+	MUST(mdb_put(w, d, &k, &v, 0));
+	mdb_dbi_close(env, d);
+	EXPECT_RC(mdb_dbi_open(w, "bb", 0, &d2), MDB_DBS_FULL);
+	mdb_txn_abort(w);
+	w = wr(env, NULL);
+	MDB_cursor *c;
+	MUST(mdb_dbi_open(w, "a", 0, &d));
+	MUST(mdb_cursor_open(w, d, &c));
+	mdb_dbi_close(env, d);
+	EXPECT_RC(mdb_dbi_open(w, "bb", 0, &d2), MDB_DBS_FULL);
+	mdb_cursor_close(c);
+	EXPECT_RC(mdb_dbi_open(w, "bb", 0, &d2), 0);	/* the cursor is gone */
+	expect_db(w, d2, "bb", __LINE__);
+	mdb_txn_abort(w);
+	r = rd(env);
+	OPEN_OK(r, "a", "a");	/* the aborted put left nothing */
+	mdb_txn_abort(r);
+	mdb_env_close(env);
+}
+
 int main(void)
 {
 	tu_fresh_dir(DIR0);
@@ -370,5 +438,6 @@ int main(void)
 	test_child_drop_abort(env);
 	mdb_env_close(env);
 	test_slot_reuse();
+	test_close_reopen_one_txn();
 	return tu_finish("dbisnap_test");
 }
