@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func init() {
@@ -345,7 +346,7 @@ func runDropin(c *Config) (*Table, error) {
 		// cache; a commit whose fdatasync forces a journal commit would
 		// pay for writing back whichever engine's files are still dirty.
 		// Flush everything first (untimed), so each round starts alike.
-		syscall.Sync()
+		unix.Sync()
 		t0 := time.Now()
 		for i := lo; i < lo+sz.Commits; i++ {
 			txn, err := s.Begin(false)

@@ -4,16 +4,13 @@ package toolutil
 
 import (
 	"os"
-	"syscall"
-	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // isTerminalFile asks the kernel for the terminal attributes of f: only a
-// terminal has them. (golang.org/x/sys/unix would do the same, but its
-// current release needs a newer go directive than this module declares.)
+// terminal has them.
 func isTerminalFile(f *os.File) bool {
-	var t syscall.Termios
-	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(),
-		uintptr(syscall.TCGETS), uintptr(unsafe.Pointer(&t)))
-	return errno == 0
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
