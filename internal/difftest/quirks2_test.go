@@ -405,3 +405,135 @@ func TestDeleteMarkSurvivesDrop(t *testing.T) {
 		t.Fatalf("first Next after the refused put: %s, want %s", ours[len(ours)-2], want)
 	}
 }
+
+// Found by TestDifferentialDupSort (master 452704075 at scale 5, seed
+// 3219843175446573726, duprev DB): Last sets LMDB's EOF mark; a cursor put
+// of a new key below the only leaf's first key is answered by stock's SET
+// step from the cursor's own page (a one-page tree: nothing can lie
+// elsewhere), which keeps the mark, and the insert does not clear it. A
+// cursor Del of the new key then leaves the cursor on the old last key with
+// the mark still set, so Next and NextNoDup report the end. Ours kept the
+// mark in plain DBs (dlmdb_tree_put) but cleared it in DUPSORT ones, whose
+// put searches the tree first, and returned the key. The rule is
+// deterministic, so ours emulates it in every DB kind.
+func TestEOFMarkSurvivesNewKeyCursorPut(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	val := func(db int, b byte) []byte {
+		if isDupFixed(db) {
+			v := make([]byte, dupStride(db))
+			v[0] = b
+			return v
+		}
+		return []byte{b, b}
+	}
+	for _, db := range []int{0, 5, 6, 7, 8} {
+		for _, next := range []opKind{opCurNext, opCurNextNoDup} {
+			for _, fl := range []uint{0, fNoOverwrite} {
+				if next == opCurNextNoDup && !isDup(db) {
+					continue
+				}
+				ops := []op{
+					{kind: opPut, db: db, key: []byte("b"), val: val(db, 'x')},
+					{kind: opCurLast, db: db, slot: 1},
+					{kind: opCurPut, db: db, slot: 1, key: []byte("a"), val: val(db, 'y'), flags: fl},
+					{kind: opCurDel, db: db, slot: 1},
+					{kind: next, db: db, slot: 1},
+					{kind: opCurGetCurrent, db: db, slot: 1},
+					{kind: opCurPrev, db: db, slot: 1},
+				}
+				name := fmt.Sprintf("%s/%s/flags%#x", diffDBs[db].name, opNames[next], fl)
+				t.Run(name, func(t *testing.T) {
+					runtime.LockOSThread() // subtests run on goroutines of their own
+					defer runtime.UnlockOSThread()
+					res := q2SameAsStock(t, ops)
+					q2WantCode(t, "cursor put of the new key", res[2], 0)
+					q2WantCode(t, opNames[next]+" after the Del", res[4], eNotFound)
+					q2WantKey(t, "GetCurrent", res[5], "b")
+				})
+			}
+		}
+	}
+}
+
+// Stock bug (9) of stockdup_test.go, found by TestDifferentialDupSort
+// (master 722363708 at scale 5, seed 8590031677081570431, where stock
+// answered an empty value and then crashed in C): a cursor carrying the
+// EOF mark (Last) puts a new key "a" below the only leaf's first key (the
+// mark survives, TestEOFMarkSurvivesNewKeyCursorPut) and deletes it. Stock's
+// fix-up after the Del sets up the sub-cursor for the key the cursor moves
+// onto ("b", with duplicates) only for cursors without the mark, so the
+// sub-cursor still describes the sub-page of "m", where an earlier SetKey
+// left it: Next returns key "b" with the values of "m" (here the stale
+// sub-page is still in place; after a page copy it is freed memory). Ours
+// answers b's own values. dead() builds that layout; the test pins ours'
+// answers against the stored contents, shows stock's stale ones, and
+// checks that the harness steps around the state (eofDelStep).
+func TestDeadSubCursorAfterEOFDel(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, db := range []int{5, 6, 7, 8} {
+		v := func(b byte) []byte {
+			if isDupFixed(db) {
+				x := make([]byte, dupStride(db))
+				x[0] = b
+				return x
+			}
+			return []byte{b}
+		}
+		pairs := [][2]string{{"b", "\x01"}, {"b", "\x02"}, {"m", "\x07"}, {"m", "\x08"}, {"m", "\x09"}, {"t", "\x04"}}
+		var setup []op
+		for _, p := range pairs {
+			setup = append(setup, op{kind: opPut, db: db, key: []byte(p[0]), val: v(p[1][0])})
+		}
+		setup = append(setup,
+			op{kind: opCurSetKey, db: db, slot: 1, key: []byte("m")},
+			op{kind: opCurLast, db: db, slot: 1},
+			op{kind: opCurPut, db: db, slot: 1, key: []byte("a"), val: v(3)},
+			op{kind: opCurDel, db: db, slot: 1})
+		name := diffDBs[db].name
+		t.Run(name, func(t *testing.T) {
+			runtime.LockOSThread() // subtests run on goroutines of their own
+			defer runtime.UnlockOSThread()
+			nexts := []op{{kind: opCurNext, db: db, slot: 1}, {kind: opCurNext, db: db, slot: 1},
+				{kind: opCurNext, db: db, slot: 1}, {kind: opCurNext, db: db, slot: 1}}
+			ops := append(append([]op(nil), setup...), nexts...)
+			res, _ := q2StepSides(t, t.TempDir(), db, ops, subject, stockEngine{})
+			n := len(setup)
+			for i := 0; i < n; i++ {
+				if !res[0][i].equal(res[1][i]) {
+					t.Fatalf("op #%d %v: ours %v | stock %v", i, ops[i], res[0][i], res[1][i])
+				}
+			}
+			// ours: Next walks on from b's first value, as the contents say
+			for i, want := range pairs[:4] {
+				r := res[0][n+i]
+				if r.code != 0 || string(r.k) != want[0] || !bytes.Equal(r.v, v(want[1][0])) {
+					t.Errorf("ours: Next #%d: %v, want %q/%x", i+1, r, want[0], v(want[1][0]))
+				}
+			}
+			// stock: key b with m's first value (the stale sub-cursor)
+			if r := res[1][n]; r.code != 0 || string(r.k) != "b" || !bytes.Equal(r.v, v(7)) {
+				t.Errorf("stock: first Next: %v; the stale sub-cursor of m was expected to answer b/%x", r, v(7))
+			}
+			// ours: GetCurrent and Count on the successor too
+			more := append(append([]op(nil), setup...), op{kind: opCurGetCurrent, db: db, slot: 1},
+				op{kind: opCurCount, db: db, slot: 1})
+			r2, _ := q2StepSides(t, t.TempDir(), db, more, subject)
+			if r := r2[0][n]; r.code != 0 || string(r.k) != "b" || !bytes.Equal(r.v, v(1)) {
+				t.Errorf("ours: GetCurrent after the Del: %v, want b/%x", r, v(1))
+			}
+			if r := r2[0][n+1]; r.code != 0 || r.note != "count 2" {
+				t.Errorf("ours: Count after the Del: %v, want count 2", r)
+			}
+			// the harness closes that cursor on both sides and so agrees
+			mm, err := runOps(filepath.Join(t.TempDir(), "h"), subject, stockEngine{}, ops, fNoSync)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mm != nil {
+				t.Errorf("harness: %v", mm)
+			}
+		})
+	}
+}
