@@ -689,9 +689,18 @@ func (s *side) pastEndStep(o op, self tCursor, r *result) {
 		}
 	}
 	mine := top[o.db*cursorSlots+o.slot]
+	// an op refused before it touched the cursor leaves it where it was:
+	// a bad key size or EINVAL, or a PutCurrent whose GetCurrent already
+	// said NotFound (past the end; master seed 73866129795224 of
+	// TestDifferentialWriteMap, seed 2559539385961565190, lost the mark
+	// that way)
+	untouched := r.code == eBadValSize || r.code == 22 /* EINVAL */ || (o.kind == opCurPutCurrent && r.note == "getcurrent")
 	switch o.kind {
 	case opCurFirst, opCurLast, opCurNext, opCurPrev, opCurSet, opCurSetKey, opCurSetRange, opCurPut,
 		opCurPutReserve, opCurPutCurrent, opCurDel:
+		if untouched {
+			break
+		}
 		if self != nil {
 			delete(s.pastEnd, self)
 		}

@@ -537,3 +537,49 @@ func TestDeadSubCursorAfterEOFDel(t *testing.T) {
 		})
 	}
 }
+
+// The harness's pastEndStep must keep its mark on a cursor past the end of
+// its leaf when an op is refused before it touches the cursor: here the
+// GetCurrent of a PutCurrent already answers NotFound. Found by
+// TestDifferentialWriteMap (master 73866129795224, seed
+// 2559539385961565190; shrunk, with other values): the int4 DB has two
+// leaves, a failed Set leaves the cursor past the end of the left one, the
+// Del empties the right one enough that its left neighbour's last item
+// moves over, and the next Prev is the stock bug of
+// TestPastEndCursorAfterLeftBorrow (stock's answer is not defined there).
+// The harness must close the cursor at the Del, and so agree with stock.
+func TestPastEndMarkSurvivesRefusedPutCurrent(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	k := func(v uint32) []byte {
+		b := make([]byte, 4)
+		binary.NativeEndian.PutUint32(b, v)
+		return b
+	}
+	val := func(n int, c byte) []byte { return bytes.Repeat([]byte{c}, n) }
+	ops := []op{
+		{kind: opPut, db: 3, key: k(0x1d0f86ae), val: val(103, 1)},
+		{kind: opPutReserve, db: 3, slot: 1, key: k(0xf0fdd0df), val: val(143, 2)},
+		{kind: opPut, db: 3, key: k(0x690), val: val(63, 3)},
+		{kind: opPut, db: 3, key: k(0xa5), val: val(835, 4)},
+		{kind: opPutReserve, db: 3, key: k(0x88f), val: val(1369, 5)},
+		{kind: opPut, db: 3, key: k(0x245), val: val(1478, 6)},
+		{kind: opPut, db: 3, key: k(0x3444ad04), val: val(77, 7)},
+		{kind: opCurSet, db: 3, slot: 1, key: k(0xaba)},
+		{kind: opCurPutCurrent, db: 3, slot: 1, val: val(12, 8), flags: 1},
+		{kind: opDel, db: 3, key: k(0x3444ad04)},
+		{kind: opCurPrev, db: 3, slot: 1},
+		{kind: opCurNext, db: 3, slot: 1},
+	}
+	// the setting: both engines refuse the PutCurrent past the end
+	res := q2SameAsStock(t, ops[:10])
+	q2WantCode(t, "Set between the leaves", res[7], eNotFound)
+	q2WantCode(t, "PutCurrent past the end", res[8], eNotFound)
+	mm, err := runOps(filepath.Join(t.TempDir(), "h"), subject, stockEngine{}, ops, fNoSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mm != nil {
+		t.Errorf("harness: %v", mm)
+	}
+}
