@@ -583,3 +583,57 @@ func TestPastEndMarkSurvivesRefusedPutCurrent(t *testing.T) {
 		t.Errorf("harness: %v", mm)
 	}
 }
+
+// Found by TestDifferentialWriteMap (master 74202824541698, seed
+// 4003842317987458249, on beta): LMDB answers a SET_RANGE past the last key
+// from a positioned cursor's own page when that page is the rightmost leaf,
+// and that shortcut returns NotFound without touching the EOF mark; only a
+// real search that runs off the end sets it. Ours always set it, so after
+// a SET_RANGE past the end, a missed SET_KEY below the first key, a put
+// behind the cursor and a cursor Del, Next said NotFound where stock
+// returns the next item. The second list starts with the mark set (Last),
+// which the shortcut must keep; the third has two leaves and a cursor on
+// the left one, where the search runs off the end and sets it.
+func TestSetRangePastEndShortcutKeepsEOFMark(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	big := bytes.Repeat([]byte("v"), 1500)
+	for _, db := range []int{0, 1, 5} {
+		put := func(k string) op { return op{kind: opPut, db: db, key: []byte(k), val: []byte("v-" + k)} }
+		cur := func(kind opKind, k string) op {
+			o := op{kind: kind, db: db, slot: 2}
+			if k != "" {
+				o.key = []byte(k)
+			}
+			return o
+		}
+		lists := map[string][]op{
+			"mark clear": {put("ca"), cur(opCurSet, "acc"), cur(opCurSetRange, "dcdc"), cur(opCurSetKey, "a"),
+				put("ebc"), cur(opCurDel, ""), cur(opCurNext, ""), cur(opCurNext, "")},
+			"mark set": {put("ca"), put("cb"), cur(opCurLast, ""), cur(opCurSetRange, "dcdc"), cur(opCurSetKey, "a"),
+				put("bb"), cur(opCurDel, ""), cur(opCurNext, ""), cur(opCurPrev, "")},
+		}
+		if !isDup(db) {
+			// two leaves (big values); the cursor stands on the left one
+			var two []op
+			for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
+				two = append(two, op{kind: opPut, db: db, key: []byte(k), val: big})
+			}
+			two = append(two, cur(opCurFirst, ""), cur(opCurSetRange, "z"), cur(opCurSetKey, "0"),
+				cur(opCurNext, ""), cur(opCurGetCurrent, ""), cur(opCurPrev, ""))
+			lists["two leaves"] = two
+		}
+		for name, ops := range lists {
+			t.Run(diffDBs[db].name+"/"+name, func(t *testing.T) {
+				runtime.LockOSThread() // subtests run on goroutines of their own
+				defer runtime.UnlockOSThread()
+				q2SameAsStock(t, ops)
+			})
+		}
+	}
+	// the found case, ours' answer spelled out
+	res := q2SameAsStock(t, []op{q2Put("ca"), q2Cur(opCurSet, 2, "acc"), q2Cur(opCurSetRange, 2, "dcdc"),
+		q2Cur(opCurSetKey, 2, "a"), q2Put("ebc"), q2Cur(opCurDel, 2, ""), q2Cur(opCurNext, 2, "")})
+	q2WantCode(t, "SetRange past the end", res[2], eNotFound)
+	q2WantKey(t, "Next after the Del", res[6], "ebc")
+}
