@@ -534,6 +534,9 @@ int dlmdb_dup_count(MDB_cursor *mc, mdb_size_t *count)
 		return EINVAL;
 	if (mc->c_depth == 0 || mc->c_ki[mc->c_top] >= dl_pg_nkeys(mc->c_pg[mc->c_top]))
 		return MDB_NOTFOUND;
+	/* as LMDB: a count on an item clears the EOF mark (a NEXT_DUP after
+	 * a NEXT_NODUP that hit the end then moves on within the key) */
+	mc->c_flags &= ~DL_C_EOF;
 	if (!cur_is_dup(mc)) {
 		*count = 1;
 		return 0;

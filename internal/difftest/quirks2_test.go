@@ -637,3 +637,44 @@ func TestSetRangePastEndShortcutKeepsEOFMark(t *testing.T) {
 	q2WantCode(t, "SetRange past the end", res[2], eNotFound)
 	q2WantKey(t, "Next after the Del", res[6], "ebc")
 }
+
+// Found by make stress (TestDifferentialDupSort, master 74460168420910,
+// seed 7226519890765250483): NextNoDup from the last key runs off the end
+// and sets LMDB's EOF mark, which makes a following NextDup say NotFound
+// although the key has more values; mdb_cursor_count clears the mark when
+// the cursor stands on an item, so after a Count the NextDup moves on to
+// the next value. Ours' Count left the mark alone.
+func TestCountClearsEOFMark(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, db := range []int{5, 6, 7, 8} {
+		v := func(b byte) []byte {
+			if isDupFixed(db) {
+				x := make([]byte, dupStride(db))
+				x[0] = b
+				return x
+			}
+			return []byte{b, b}
+		}
+		t.Run(diffDBs[db].name, func(t *testing.T) {
+			runtime.LockOSThread() // subtests run on goroutines of their own
+			defer runtime.UnlockOSThread()
+			cur := func(kind opKind) op { return op{kind: kind, db: db, slot: 1} }
+			res := q2SameAsStock(t, []op{
+				{kind: opPut, db: db, key: []byte("kc"), val: v(1)},
+				{kind: opPut, db: db, key: []byte("kc"), val: v(2)},
+				{kind: opPut, db: db, key: []byte("kc"), val: v(3)},
+				{kind: opCurSetKey, db: db, slot: 1, key: []byte("kc")},
+				cur(opCurNextNoDup), cur(opCurNextDup), // the mark: NotFound
+				cur(opCurCount), cur(opCurNextDup), cur(opCurNextDup), cur(opCurNextDup),
+			})
+			q2WantCode(t, "NextNoDup off the end", res[4], eNotFound)
+			q2WantCode(t, "NextDup under the mark", res[5], eNotFound)
+			q2WantKey(t, "NextDup after Count", res[7], "kc")
+			if !bytes.Equal(res[7].v, v(2)) || !bytes.Equal(res[8].v, v(3)) {
+				t.Fatalf("NextDup after Count: %v, %v; want the second and third values", res[7], res[8])
+			}
+			q2WantCode(t, "NextDup past the last value", res[9], eNotFound)
+		})
+	}
+}
