@@ -370,11 +370,13 @@ int dlmdb_cur_prev(MDB_cursor *mc, MDB_val *key, MDB_val *data)
  * above the last key on the rightmost leaf, or below the first key of a
  * one-page tree); only then does a pending EOF mark survive the miss (a
  * search or a hit clears it).  Says whether that is the case for key.
+ * (SET_RANGE takes the same shortcut for a key above the rightmost leaf:
+ * its miss there leaves the mark as it was, where a search that runs off
+ * the end sets it; below a one-page tree it finds the first item.)
  */
-int dlmdb_seek_keeps_eof(MDB_cursor *mc, const MDB_val *key)
+static int seek_fast_miss(MDB_cursor *mc, const MDB_val *key)
 {
-	if ((mc->c_flags & (DL_C_INIT | DL_C_EOF | DL_C_SAVED)) != (DL_C_INIT | DL_C_EOF) ||
-	    !mc->c_depth || mc->c_owner)
+	if ((mc->c_flags & (DL_C_INIT | DL_C_SAVED)) != DL_C_INIT || !mc->c_depth || mc->c_owner)
 		return 0;
 	dl_page *p = mc->c_pg[mc->c_top];
 	unsigned n = dl_pg_nkeys(p);
@@ -401,6 +403,11 @@ int dlmdb_seek_keeps_eof(MDB_cursor *mc, const MDB_val *key)
 	return 1;
 }
 
+int dlmdb_seek_keeps_eof(MDB_cursor *mc, const MDB_val *key)
+{
+	return (mc->c_flags & DL_C_EOF) && seek_fast_miss(mc, key);
+}
+
 /* SET, SET_KEY, SET_RANGE (and the positioning step of puts). */
 int dlmdb_cursor_seek(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
 {
@@ -410,7 +417,8 @@ int dlmdb_cursor_seek(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op
 	 * any stored one simply is not found */
 	if (key->mv_size == 0)
 		return MDB_BAD_VALSIZE;
-	int keep = op != MDB_SET_RANGE && dlmdb_seek_keeps_eof(mc, key);
+	int fast = seek_fast_miss(mc, key);
+	unsigned eof0 = mc->c_flags & DL_C_EOF;
 	int rc = dlmdb_search_root(mc, key, DL_SEARCH_KEY);
 	if (rc)
 		return rc;
@@ -429,9 +437,11 @@ int dlmdb_cursor_seek(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op
 		if (i >= dl_pg_nkeys(p)) {
 			rc = dlmdb_cur_step_leaf(mc, 1);
 			if (rc) {
-				/* as LMDB: positioned past the last item, EOF set */
+				/* as LMDB: positioned past the last item, EOF set
+				 * (answered from the cursor's own rightmost leaf:
+				 * the mark stays as it was) */
 				if (rc == MDB_NOTFOUND)
-					mc->c_flags |= DL_C_EOF;
+					mc->c_flags |= fast ? eof0 : DL_C_EOF;
 				return rc;
 			}
 		}
@@ -440,8 +450,8 @@ int dlmdb_cursor_seek(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op
 	if (!exact) {
 		/* as LMDB: the cursor stays at the insertion point, so PREV
 		 * yields the predecessor and GET_CURRENT the successor */
-		if (keep)
-			mc->c_flags |= DL_C_EOF;
+		if (fast)
+			mc->c_flags |= eof0;
 		return MDB_NOTFOUND;
 	}
 	return dlmdb_cur_fetch(mc, op == MDB_SET_KEY ? key : NULL, data);

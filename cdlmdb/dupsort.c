@@ -534,6 +534,9 @@ int dlmdb_dup_count(MDB_cursor *mc, mdb_size_t *count)
 		return EINVAL;
 	if (mc->c_depth == 0 || mc->c_ki[mc->c_top] >= dl_pg_nkeys(mc->c_pg[mc->c_top]))
 		return MDB_NOTFOUND;
+	/* as LMDB: a count on an item clears the EOF mark (a NEXT_DUP after
+	 * a NEXT_NODUP that hit the end then moves on within the key) */
+	mc->c_flags &= ~DL_C_EOF;
 	if (!cur_is_dup(mc)) {
 		*count = 1;
 		return 0;
@@ -783,6 +786,18 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 			mc->c_flags |= meof;
 		return rc;
 	}
+	/* as LMDB's SET step of a put: an EOF mark (from LAST) survives a
+	 * miss answered from the cursor's own page (dlmdb_seek_keeps_eof), so
+	 * a new key put there leaves it set and a Del then NEXT_NODUP report
+	 * the end, as on a plain DB (dlmdb_tree_put).  The search below
+	 * clears the mark: note it first. */
+	unsigned eofkeep = 0;
+	if (!(flags & MDB_APPEND) && (mc->c_flags & DL_C_EOF)) {
+		if ((mc->c_flags & DL_C_SAVED) && (rc = dlmdb_cursor_revalidate(mc)))
+			return rc;
+		if (dlmdb_seek_keeps_eof(mc, &k))
+			eofkeep = DL_C_EOF;
+	}
 	rc = dlmdb_search_root(mc, &k, DL_SEARCH_KEY);
 	if (rc && rc != MDB_NOTFOUND)
 		return rc;
@@ -804,6 +819,7 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		if (rc)
 			return rc;
 		x->x_c.c_flags = 0;
+		mc->c_flags |= eofkeep;
 		return 0;
 	}
 	if (flags & MDB_APPEND) {

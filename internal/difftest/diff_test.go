@@ -647,7 +647,9 @@ type side struct {
 	pendingNote string
 	pastEnd     map[tCursor]bool
 	doomed      map[tCursor]bool
-	placed      map[tCursor]bool // see unplacedStep
+	placed      map[tCursor]bool   // see unplacedStep
+	eofMaybe    map[tCursor]bool   // see eofDelStep
+	eofKey      map[tCursor][]byte // ... and the key each cursor stands on
 }
 
 // pastEndStep steps around a stock LMDB 0.9.33 memory-safety bug: a failed
@@ -687,9 +689,18 @@ func (s *side) pastEndStep(o op, self tCursor, r *result) {
 		}
 	}
 	mine := top[o.db*cursorSlots+o.slot]
+	// an op refused before it touched the cursor leaves it where it was:
+	// a bad key size or EINVAL, or a PutCurrent whose GetCurrent already
+	// said NotFound (past the end; master seed 73866129795224 of
+	// TestDifferentialWriteMap, seed 2559539385961565190, lost the mark
+	// that way)
+	untouched := r.code == eBadValSize || r.code == 22 /* EINVAL */ || (o.kind == opCurPutCurrent && r.note == "getcurrent")
 	switch o.kind {
 	case opCurFirst, opCurLast, opCurNext, opCurPrev, opCurSet, opCurSetKey, opCurSetRange, opCurPut,
 		opCurPutReserve, opCurPutCurrent, opCurDel:
+		if untouched {
+			break
+		}
 		if self != nil {
 			delete(s.pastEnd, self)
 		}
@@ -745,8 +756,7 @@ func (s *side) unplacedStep(o op, r result) {
 	if s.placed == nil {
 		s.placed = map[tCursor]bool{}
 	}
-	curOp := (o.kind >= opCurFirst && o.kind <= opCurDel) || (o.kind >= opCurGetBoth && o.kind <= opCurPutMulti)
-	if curOp && (r.code == 0 || r.code == eNotFound || r.code == eKeyExist) {
+	if isCursorOp(o.kind) && (r.code == 0 || r.code == eNotFound || r.code == eKeyExist) {
 		if c := s.topCursor(o.db, o.slot); c != nil {
 			s.placed[c] = true
 		}
@@ -955,6 +965,7 @@ func (s *side) apply(o op) (r result) {
 		self = s.curs[len(s.curs)-1][o.db*cursorSlots+o.slot]
 	}
 	r = s.apply1(o)
+	s.eofDelStep(o, &r) // stock bug 9 (stockdup_test.go)
 	s.afterDupOp(o, &r) // stock bugs 2, 5, 6, 7 (stockdup_test.go)
 	s.pastEndStep(o, self, &r)
 	s.unplacedStep(o, r)

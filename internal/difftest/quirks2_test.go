@@ -405,3 +405,276 @@ func TestDeleteMarkSurvivesDrop(t *testing.T) {
 		t.Fatalf("first Next after the refused put: %s, want %s", ours[len(ours)-2], want)
 	}
 }
+
+// Found by TestDifferentialDupSort (master 452704075 at scale 5, seed
+// 3219843175446573726, duprev DB): Last sets LMDB's EOF mark; a cursor put
+// of a new key below the only leaf's first key is answered by stock's SET
+// step from the cursor's own page (a one-page tree: nothing can lie
+// elsewhere), which keeps the mark, and the insert does not clear it. A
+// cursor Del of the new key then leaves the cursor on the old last key with
+// the mark still set, so Next and NextNoDup report the end. Ours kept the
+// mark in plain DBs (dlmdb_tree_put) but cleared it in DUPSORT ones, whose
+// put searches the tree first, and returned the key. The rule is
+// deterministic, so ours emulates it in every DB kind.
+func TestEOFMarkSurvivesNewKeyCursorPut(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	val := func(db int, b byte) []byte {
+		if isDupFixed(db) {
+			v := make([]byte, dupStride(db))
+			v[0] = b
+			return v
+		}
+		return []byte{b, b}
+	}
+	for _, db := range []int{0, 5, 6, 7, 8} {
+		for _, next := range []opKind{opCurNext, opCurNextNoDup} {
+			for _, fl := range []uint{0, fNoOverwrite} {
+				if next == opCurNextNoDup && !isDup(db) {
+					continue
+				}
+				ops := []op{
+					{kind: opPut, db: db, key: []byte("b"), val: val(db, 'x')},
+					{kind: opCurLast, db: db, slot: 1},
+					{kind: opCurPut, db: db, slot: 1, key: []byte("a"), val: val(db, 'y'), flags: fl},
+					{kind: opCurDel, db: db, slot: 1},
+					{kind: next, db: db, slot: 1},
+					{kind: opCurGetCurrent, db: db, slot: 1},
+					{kind: opCurPrev, db: db, slot: 1},
+				}
+				name := fmt.Sprintf("%s/%s/flags%#x", diffDBs[db].name, opNames[next], fl)
+				t.Run(name, func(t *testing.T) {
+					runtime.LockOSThread() // subtests run on goroutines of their own
+					defer runtime.UnlockOSThread()
+					res := q2SameAsStock(t, ops)
+					q2WantCode(t, "cursor put of the new key", res[2], 0)
+					q2WantCode(t, opNames[next]+" after the Del", res[4], eNotFound)
+					q2WantKey(t, "GetCurrent", res[5], "b")
+				})
+			}
+		}
+	}
+}
+
+// Stock bug (9) of stockdup_test.go, found by TestDifferentialDupSort
+// (master 722363708 at scale 5, seed 8590031677081570431, where stock
+// answered an empty value and then crashed in C): a cursor carrying the
+// EOF mark (Last) puts a new key "a" below the only leaf's first key (the
+// mark survives, TestEOFMarkSurvivesNewKeyCursorPut) and deletes it. Stock's
+// fix-up after the Del sets up the sub-cursor for the key the cursor moves
+// onto ("b", with duplicates) only for cursors without the mark, so the
+// sub-cursor still describes the sub-page of "m", where an earlier SetKey
+// left it: Next returns key "b" with the values of "m" (here the stale
+// sub-page is still in place; after a page copy it is freed memory). Ours
+// answers b's own values. dead() builds that layout; the test pins ours'
+// answers against the stored contents, shows stock's stale ones, and
+// checks that the harness steps around the state (eofDelStep).
+func TestDeadSubCursorAfterEOFDel(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, db := range []int{5, 6, 7, 8} {
+		v := func(b byte) []byte {
+			if isDupFixed(db) {
+				x := make([]byte, dupStride(db))
+				x[0] = b
+				return x
+			}
+			return []byte{b}
+		}
+		pairs := [][2]string{{"b", "\x01"}, {"b", "\x02"}, {"m", "\x07"}, {"m", "\x08"}, {"m", "\x09"}, {"t", "\x04"}}
+		var setup []op
+		for _, p := range pairs {
+			setup = append(setup, op{kind: opPut, db: db, key: []byte(p[0]), val: v(p[1][0])})
+		}
+		setup = append(setup,
+			op{kind: opCurSetKey, db: db, slot: 1, key: []byte("m")},
+			op{kind: opCurLast, db: db, slot: 1},
+			op{kind: opCurPut, db: db, slot: 1, key: []byte("a"), val: v(3)},
+			op{kind: opCurDel, db: db, slot: 1})
+		name := diffDBs[db].name
+		t.Run(name, func(t *testing.T) {
+			runtime.LockOSThread() // subtests run on goroutines of their own
+			defer runtime.UnlockOSThread()
+			nexts := []op{{kind: opCurNext, db: db, slot: 1}, {kind: opCurNext, db: db, slot: 1},
+				{kind: opCurNext, db: db, slot: 1}, {kind: opCurNext, db: db, slot: 1}}
+			ops := append(append([]op(nil), setup...), nexts...)
+			res, _ := q2StepSides(t, t.TempDir(), db, ops, subject, stockEngine{})
+			n := len(setup)
+			for i := 0; i < n; i++ {
+				if !res[0][i].equal(res[1][i]) {
+					t.Fatalf("op #%d %v: ours %v | stock %v", i, ops[i], res[0][i], res[1][i])
+				}
+			}
+			// ours: Next walks on from b's first value, as the contents say
+			for i, want := range pairs[:4] {
+				r := res[0][n+i]
+				if r.code != 0 || string(r.k) != want[0] || !bytes.Equal(r.v, v(want[1][0])) {
+					t.Errorf("ours: Next #%d: %v, want %q/%x", i+1, r, want[0], v(want[1][0]))
+				}
+			}
+			// stock: key b with m's first value (the stale sub-cursor)
+			if r := res[1][n]; r.code != 0 || string(r.k) != "b" || !bytes.Equal(r.v, v(7)) {
+				t.Errorf("stock: first Next: %v; the stale sub-cursor of m was expected to answer b/%x", r, v(7))
+			}
+			// ours: GetCurrent and Count on the successor too
+			more := append(append([]op(nil), setup...), op{kind: opCurGetCurrent, db: db, slot: 1},
+				op{kind: opCurCount, db: db, slot: 1})
+			r2, _ := q2StepSides(t, t.TempDir(), db, more, subject)
+			if r := r2[0][n]; r.code != 0 || string(r.k) != "b" || !bytes.Equal(r.v, v(1)) {
+				t.Errorf("ours: GetCurrent after the Del: %v, want b/%x", r, v(1))
+			}
+			if r := r2[0][n+1]; r.code != 0 || r.note != "count 2" {
+				t.Errorf("ours: Count after the Del: %v, want count 2", r)
+			}
+			// the harness closes that cursor on both sides and so agrees
+			mm, err := runOps(filepath.Join(t.TempDir(), "h"), subject, stockEngine{}, ops, fNoSync)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mm != nil {
+				t.Errorf("harness: %v", mm)
+			}
+		})
+	}
+}
+
+// The harness's pastEndStep must keep its mark on a cursor past the end of
+// its leaf when an op is refused before it touches the cursor: here the
+// GetCurrent of a PutCurrent already answers NotFound. Found by
+// TestDifferentialWriteMap (master 73866129795224, seed
+// 2559539385961565190; shrunk, with other values): the int4 DB has two
+// leaves, a failed Set leaves the cursor past the end of the left one, the
+// Del empties the right one enough that its left neighbour's last item
+// moves over, and the next Prev is the stock bug of
+// TestPastEndCursorAfterLeftBorrow (stock's answer is not defined there).
+// The harness must close the cursor at the Del, and so agree with stock.
+func TestPastEndMarkSurvivesRefusedPutCurrent(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	k := func(v uint32) []byte {
+		b := make([]byte, 4)
+		binary.NativeEndian.PutUint32(b, v)
+		return b
+	}
+	val := func(n int, c byte) []byte { return bytes.Repeat([]byte{c}, n) }
+	ops := []op{
+		{kind: opPut, db: 3, key: k(0x1d0f86ae), val: val(103, 1)},
+		{kind: opPutReserve, db: 3, slot: 1, key: k(0xf0fdd0df), val: val(143, 2)},
+		{kind: opPut, db: 3, key: k(0x690), val: val(63, 3)},
+		{kind: opPut, db: 3, key: k(0xa5), val: val(835, 4)},
+		{kind: opPutReserve, db: 3, key: k(0x88f), val: val(1369, 5)},
+		{kind: opPut, db: 3, key: k(0x245), val: val(1478, 6)},
+		{kind: opPut, db: 3, key: k(0x3444ad04), val: val(77, 7)},
+		{kind: opCurSet, db: 3, slot: 1, key: k(0xaba)},
+		{kind: opCurPutCurrent, db: 3, slot: 1, val: val(12, 8), flags: 1},
+		{kind: opDel, db: 3, key: k(0x3444ad04)},
+		{kind: opCurPrev, db: 3, slot: 1},
+		{kind: opCurNext, db: 3, slot: 1},
+	}
+	// the setting: both engines refuse the PutCurrent past the end
+	res := q2SameAsStock(t, ops[:10])
+	q2WantCode(t, "Set between the leaves", res[7], eNotFound)
+	q2WantCode(t, "PutCurrent past the end", res[8], eNotFound)
+	mm, err := runOps(filepath.Join(t.TempDir(), "h"), subject, stockEngine{}, ops, fNoSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mm != nil {
+		t.Errorf("harness: %v", mm)
+	}
+}
+
+// Found by TestDifferentialWriteMap (master 74202824541698, seed
+// 4003842317987458249, on beta): LMDB answers a SET_RANGE past the last key
+// from a positioned cursor's own page when that page is the rightmost leaf,
+// and that shortcut returns NotFound without touching the EOF mark; only a
+// real search that runs off the end sets it. Ours always set it, so after
+// a SET_RANGE past the end, a missed SET_KEY below the first key, a put
+// behind the cursor and a cursor Del, Next said NotFound where stock
+// returns the next item. The second list starts with the mark set (Last),
+// which the shortcut must keep; the third has two leaves and a cursor on
+// the left one, where the search runs off the end and sets it.
+func TestSetRangePastEndShortcutKeepsEOFMark(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	big := bytes.Repeat([]byte("v"), 1500)
+	for _, db := range []int{0, 1, 5} {
+		put := func(k string) op { return op{kind: opPut, db: db, key: []byte(k), val: []byte("v-" + k)} }
+		cur := func(kind opKind, k string) op {
+			o := op{kind: kind, db: db, slot: 2}
+			if k != "" {
+				o.key = []byte(k)
+			}
+			return o
+		}
+		lists := map[string][]op{
+			"mark clear": {put("ca"), cur(opCurSet, "acc"), cur(opCurSetRange, "dcdc"), cur(opCurSetKey, "a"),
+				put("ebc"), cur(opCurDel, ""), cur(opCurNext, ""), cur(opCurNext, "")},
+			"mark set": {put("ca"), put("cb"), cur(opCurLast, ""), cur(opCurSetRange, "dcdc"), cur(opCurSetKey, "a"),
+				put("bb"), cur(opCurDel, ""), cur(opCurNext, ""), cur(opCurPrev, "")},
+		}
+		if !isDup(db) {
+			// two leaves (big values); the cursor stands on the left one
+			var two []op
+			for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
+				two = append(two, op{kind: opPut, db: db, key: []byte(k), val: big})
+			}
+			two = append(two, cur(opCurFirst, ""), cur(opCurSetRange, "z"), cur(opCurSetKey, "0"),
+				cur(opCurNext, ""), cur(opCurGetCurrent, ""), cur(opCurPrev, ""))
+			lists["two leaves"] = two
+		}
+		for name, ops := range lists {
+			t.Run(diffDBs[db].name+"/"+name, func(t *testing.T) {
+				runtime.LockOSThread() // subtests run on goroutines of their own
+				defer runtime.UnlockOSThread()
+				q2SameAsStock(t, ops)
+			})
+		}
+	}
+	// the found case, ours' answer spelled out
+	res := q2SameAsStock(t, []op{q2Put("ca"), q2Cur(opCurSet, 2, "acc"), q2Cur(opCurSetRange, 2, "dcdc"),
+		q2Cur(opCurSetKey, 2, "a"), q2Put("ebc"), q2Cur(opCurDel, 2, ""), q2Cur(opCurNext, 2, "")})
+	q2WantCode(t, "SetRange past the end", res[2], eNotFound)
+	q2WantKey(t, "Next after the Del", res[6], "ebc")
+}
+
+// Found by make stress (TestDifferentialDupSort, master 74460168420910,
+// seed 7226519890765250483): NextNoDup from the last key runs off the end
+// and sets LMDB's EOF mark, which makes a following NextDup say NotFound
+// although the key has more values; mdb_cursor_count clears the mark when
+// the cursor stands on an item, so after a Count the NextDup moves on to
+// the next value. Ours' Count left the mark alone.
+func TestCountClearsEOFMark(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, db := range []int{5, 6, 7, 8} {
+		v := func(b byte) []byte {
+			if isDupFixed(db) {
+				x := make([]byte, dupStride(db))
+				x[0] = b
+				return x
+			}
+			return []byte{b, b}
+		}
+		t.Run(diffDBs[db].name, func(t *testing.T) {
+			runtime.LockOSThread() // subtests run on goroutines of their own
+			defer runtime.UnlockOSThread()
+			cur := func(kind opKind) op { return op{kind: kind, db: db, slot: 1} }
+			res := q2SameAsStock(t, []op{
+				{kind: opPut, db: db, key: []byte("kc"), val: v(1)},
+				{kind: opPut, db: db, key: []byte("kc"), val: v(2)},
+				{kind: opPut, db: db, key: []byte("kc"), val: v(3)},
+				{kind: opCurSetKey, db: db, slot: 1, key: []byte("kc")},
+				cur(opCurNextNoDup), cur(opCurNextDup), // the mark: NotFound
+				cur(opCurCount), cur(opCurNextDup), cur(opCurNextDup), cur(opCurNextDup),
+			})
+			q2WantCode(t, "NextNoDup off the end", res[4], eNotFound)
+			q2WantCode(t, "NextDup under the mark", res[5], eNotFound)
+			q2WantKey(t, "NextDup after Count", res[7], "kc")
+			if !bytes.Equal(res[7].v, v(2)) || !bytes.Equal(res[8].v, v(3)) {
+				t.Fatalf("NextDup after Count: %v, %v; want the second and third values", res[7], res[8])
+			}
+			q2WantCode(t, "NextDup past the last value", res[9], eNotFound)
+		})
+	}
+}
