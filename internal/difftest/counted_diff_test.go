@@ -339,3 +339,53 @@ func countedDifferential(t *testing.T, gen func(int64) []op, perScale int) {
 		t.Fatal("no operations generated")
 	}
 }
+
+// TestFailedSetPositionDependsOnTreeShape pins the reason for pastEndStep's
+// shapeFree case, on the sequence of seed 4273453413055001311 (of
+// TestDifferentialCounted). Plain ours builds the same tree as stock there
+// (page counts and depth equal at every Stat) and agrees with it on every
+// result, the GetCurrent probe after the failed CurSet "d" at op #5592
+// included. The counted tree holds the same items in a different shape
+// (fewer branch pages from op #1079 on), so that failed SET ends on an item
+// instead of past a leaf's end: without the step-around, plain ours and
+// ours-counted disagree on the probe there; with it, all three agree.
+func TestFailedSetPositionDependsOnTreeShape(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	const seed = 4273453413055001311
+	const at = 5592
+	ops := genOps(seed)
+	if len(ops) <= at || ops[at].kind != opCurSet {
+		t.Fatalf("seed %d: op #%d is not the CurSet of the case (generator changed?)", seed, at)
+	}
+	flags := seqEnvFlags(seed)
+	run := func(name string, a, b engine, ops []op) *mismatch {
+		mm, err := runOps(filepath.Join(t.TempDir(), name), a, b, ops, flags)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return mm
+	}
+	prefix := ops[:at+1]
+	defer func(p bool) { *flagPages = p }(*flagPages)
+	*flagPages = true
+	if mm := run("plain-stock-pages", oursEngine{}, stockEngine{}, prefix); mm != nil {
+		t.Fatalf("plain ours vs stock, page counts compared: %v", mm)
+	}
+	if mm := run("plain-counted-pages", oursEngine{}, countedEngine{}, prefix); mm == nil || ops[mm.index].kind != opStat {
+		t.Fatalf("plain ours vs counted, page counts compared: %v, want a Stat mismatch (shapes differ)", mm)
+	}
+	*flagPages = false
+	noShapeFree = true
+	mm := run("plain-counted-probe", oursEngine{}, countedEngine{}, prefix)
+	noShapeFree = false
+	if mm == nil || mm.index != at {
+		t.Fatalf("plain ours vs counted without the step-around: %v, want the probe of op #%d to differ", mm, at)
+	}
+	if mm := run("counted-stock", countedEngine{}, stockEngine{}, ops); mm != nil {
+		t.Fatalf("counted vs stock with the step-around: %v", mm)
+	}
+	if mm := run("plain-stock", oursEngine{}, stockEngine{}, ops); mm != nil {
+		t.Fatalf("plain ours vs stock: %v", mm)
+	}
+}

@@ -650,6 +650,9 @@ type side struct {
 	placed      map[tCursor]bool   // see unplacedStep
 	eofMaybe    map[tCursor]bool   // see eofDelStep
 	eofKey      map[tCursor][]byte // ... and the key each cursor stands on
+	// shapeFree: the two engines' trees may differ in shape (a counted
+	// engine against stock; see pastEndStep)
+	shapeFree bool
 }
 
 // pastEndStep steps around a stock LMDB 0.9.33 memory-safety bug: a failed
@@ -707,6 +710,21 @@ func (s *side) pastEndStep(o op, self tCursor, r *result) {
 		if mine != nil {
 			delete(s.pastEnd, mine)
 		}
+	}
+	if (o.kind == opCurSet || o.kind == opCurSetKey) && r.code == eNotFound && mine != nil && s.shapeFree {
+		// A failed SET leaves the cursor at the insertion point in the leaf
+		// the search reached: past that leaf's end when the key falls after
+		// its last item, else on the successor. Which one depends on where
+		// the leaf boundaries lie, and a counted tree's shape differs from
+		// stock's plain one (counted branch nodes split differently; seed
+		// 4273453413055001311 of TestDifferentialCounted: GetCurrent ok on
+		// ours-counted, NotFound on stock, while plain ours, same shape as
+		// stock there, says NotFound too). The position is not comparable:
+		// both sides close the cursor.
+		mine.close()
+		top[o.db*cursorSlots+o.slot] = nil
+		r.note += " closed (position depends on tree shape)"
+		return
 	}
 	if (o.kind == opCurSet || o.kind == opCurSetKey) && r.code == eNotFound && mine != nil {
 		_, _, err := mine.get(nil, nil, cGetCurrent)
@@ -1459,6 +1477,10 @@ func (st *opStats) String() string {
 	return sb.String()
 }
 
+// noShapeFree turns the shapeFree step-around off (for the test that pins
+// why it is there: TestFailedSetPositionDependsOnTreeShape).
+var noShapeFree bool
+
 func runOpsStats(base string, a, b engine, ops []op, flags uint, stats *opStats) (mm *mismatch, fatal error) {
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return nil, err
@@ -1470,6 +1492,9 @@ func runOpsStats(base string, a, b engine, ops []op, flags uint, stats *opStats)
 	}
 	sa := &side{eng: a, dir: filepath.Join(base, "a"), flags: flags, used: used}
 	sb := &side{eng: b, dir: filepath.Join(base, "b"), flags: flags, used: used}
+	_, ca := a.(countedEngine)
+	_, cb := b.(countedEngine)
+	sa.shapeFree, sb.shapeFree = (ca || cb) && !noShapeFree, (ca || cb) && !noShapeFree
 	for _, s := range []*side{sa, sb} {
 		if err := os.MkdirAll(s.dir, 0o755); err != nil {
 			return nil, err
