@@ -68,11 +68,15 @@ typedef uint16_t indx_t;
 #define DL_P_SUBP 0x40
 #define DL_P_COUNTED 0x0100	/* branch of a counted tree: nodes carry an entry count */
 #define DL_P_KEYCOUNT 0x0200	/* with COUNTED (DUPSORT main trees): and a distinct-key count */
+#define DL_P_PREFIX 0x0400	/* leaf / sub-page of a prefix-compressed DB (FORMAT.md) */
 
 /* node kinds (n_flags) */
 #define DL_N_BIG 0x01	/* value lives in overflow pages */
 #define DL_N_TREE 0x02	/* value is a database record (dl_dbrec) */
 #define DL_N_DUP 0x04	/* value holds duplicates (sub-page or sub-tree) */
+#define DL_N_KIND 0x07	/* the kind bits; on DL_P_PREFIX pages the flags word also
+			 * holds the shared-prefix length: kind | shared << 7 */
+#define DL_N_SHARED_SHIFT 7
 
 /* flags a database record may carry on disk */
 #define DL_DB_PERSIST 0x7fffu

@@ -110,6 +110,7 @@ typedef void(MDB_rel_func)(MDB_val *item, void *oldptr, void *newptr, void *relc
 #define MDB_INTEGERDUP 0x20	     /* duplicates are native integers */
 #define MDB_REVERSEDUP 0x40	     /* compare duplicates from their last byte */
 #define MDB_COUNTED 0x80	     /* DLMDB: branch nodes count their subtree (rank/count APIs) */
+#define MDB_PREFIX_COMPRESSION 0x100  /* DLMDB: leaf keys (and DUPSORT values) stored as shared prefix + suffix */
 #define MDB_CREATE 0x40000	     /* create the named database if missing */
 
 /* ---- write flags (mdb_put, mdb_cursor_put, mdb_cursor_del) ------------- */
