@@ -670,6 +670,19 @@ static inline int dl_node_in_page(const dl_page *p, unsigned i, unsigned psize)
 	return off + DL_NODEHDR + n->n_ksize + (dl_pg_is_branch(p) ? dl_pg_cntbytes(p) : 0) <= psize;
 }
 
+/*
+ * Largest leaf node a tree with record db keeps inline.  A PREFIX page's
+ * anchor record (up to 514 bytes) leaves less room to split in: a new node
+ * and the smaller half of a page under the old anchor fit one page when the
+ * node is at most (psize - 16)/2 - 257 bytes with its slot, so compressed
+ * trees move values to overflow pages 258 bytes sooner (prefix.c).
+ */
+#define DL_PFX_NODE_SLACK 258u
+static inline size_t dl_db_nodemax(const MDB_env *env, const dl_dbrec *db)
+{
+	return env->e_nodemax - ((db->d_flags & MDB_PREFIX_COMPRESSION) ? DL_PFX_NODE_SLACK : 0);
+}
+
 /** Bytes a leaf node occupies in a page, including its slot. */
 static inline size_t dl_leaf_need(const MDB_env *env, size_t ksize, size_t dsize)
 {

@@ -251,7 +251,7 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 			if ((rc = overflow_drop(mc, n)))
 				return DL_TXN_FAIL(txn, rc);
 		} else if (dl_node_dsize(n) == data->mv_size &&
-			   DL_NODEHDR + k.mv_size + data->mv_size <= env->e_nodemax) {
+			   DL_NODEHDR + k.mv_size + data->mv_size <= dl_db_nodemax(env, mc->c_db)) {
 			/* (the overflow rule counts the whole key, wherever the
 			 * node lives; a PREFIX node keeps its shared length) */
 			n->n_flags = (uint16_t)(nflags | (n->n_flags & ~DL_N_KIND));
@@ -273,7 +273,7 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 	nd->n_ksize = (uint16_t)k.mv_size;
 	memcpy(blob + DL_NODEHDR, k.mv_data, k.mv_size);
 	dl_node_set_dsize(nd, data->mv_size);
-	if (DL_NODEHDR + k.mv_size + data->mv_size > env->e_nodemax) {
+	if (DL_NODEHDR + k.mv_size + data->mv_size > dl_db_nodemax(env, mc->c_db)) {
 		dl_page *ov;
 		if ((rc = overflow_store(mc, data, flags, &ov)))
 			return DL_TXN_FAIL(txn, rc);
