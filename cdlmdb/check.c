@@ -73,6 +73,10 @@ static int audit_dups(struct audit *a, pgno_t pg, const dl_node *nd)
 		if (!!(rec.d_flags & MDB_COUNTED) != !!a->cntflags)
 			return fail(a, "page %" PRIu64 ": duplicate sub-tree record flags 0x%x in a%s tree", pg,
 				(unsigned)rec.d_flags, a->cntflags ? " counted" : "n uncounted");
+		/* ... and a compressed one's compressed, unless DUPFIXED */
+		if (!!(rec.d_flags & MDB_PREFIX_COMPRESSION) != (a->prefix && !(rec.d_flags & MDB_DUPFIXED)))
+			return fail(a, "page %" PRIu64 ": duplicate sub-tree record flags 0x%x in a%s tree", pg,
+				(unsigned)rec.d_flags, a->prefix ? " compressed" : "n uncompressed");
 		if (rec.d_flags & MDB_DUPSORT)
 			return fail(a, "page %" PRIu64 ": duplicate sub-tree record flags 0x%x include DUPSORT", pg,
 				(unsigned)rec.d_flags);
@@ -98,9 +102,14 @@ static int audit_dups(struct audit *a, pgno_t pg, const dl_node *nd)
 	memcpy(a->subbuf, dl_node_data(nd), ds);
 	dl_page *sp = (dl_page *)a->subbuf;
 	/* LMDB 0.9 writers copy-and-free (assert) a sub-page lacking SUBP|DIRTY */
-	if ((sp->p_flags & ~DL_P_LEAF2) != (DL_P_LEAF | DL_P_SUBP | DL_P_DIRTY))
-		return fail(a, "page %" PRIu64 ": sub-page flags 0x%x (want LEAF|SUBP|DIRTY[|LEAF2])", pg,
+	unsigned spf = sp->p_flags & ~(DL_P_LEAF2 | DL_P_PREFIX);
+	int sppfx = dl_pg_prefix(sp);
+	if (spf != (DL_P_LEAF | DL_P_SUBP | DL_P_DIRTY) || (sppfx && dl_pg_is_leaf2(sp)))
+		return fail(a, "page %" PRIu64 ": sub-page flags 0x%x (want LEAF|SUBP|DIRTY[|LEAF2 or PREFIX])", pg,
 			(unsigned)sp->p_flags);
+	if (sppfx != (a->prefix && !dl_pg_is_leaf2(sp)))
+		return fail(a, "page %" PRIu64 ": sub-page flags 0x%x in a%s tree", pg, (unsigned)sp->p_flags,
+			a->prefix ? " compressed" : "n uncompressed");
 	if ((sp->p_flags & (DL_P_LEAF | DL_P_LEAF2 | DL_P_BRANCH)) == (DL_P_LEAF | DL_P_LEAF2)) {
 		unsigned n2 = dl_pg_nkeys(sp);
 		if (!sp->p_pad || sp->p_lower < DL_PAGEHDR || sp->p_lower > sp->p_upper ||
@@ -124,9 +133,14 @@ static int audit_dups(struct audit *a, pgno_t pg, const dl_node *nd)
 	if (rc)
 		return rc;
 	MDB_val prev = {0, NULL};
+	unsigned char vbuf[2][DL_MAXKEY];
 	for (unsigned i = 0; i < n; i++) {
 		dl_node *sn = dl_pg_node(sp, i);
-		MDB_val v = {sn->n_ksize, dl_node_key(sn)};
+		MDB_val v;
+		if (sppfx && !dl_pfx_node_ok(sp, sn, (unsigned)ds))
+			return fail(a, "page %" PRIu64 ": sub-page node %u: shared length %u, suffix %u, anchor %u",
+				pg, i, dl_node_shared(sn), sn->n_ksize, dl_pg_anchor_len(sp));
+		dl_leaf_key(sp, sn, &v, vbuf[i & 1]);
 		if (prev.mv_data && a->dcmp(&prev, &v) >= 0)
 			return fail(a, "page %" PRIu64 ": duplicates out of order", pg);
 		prev = v;

@@ -669,8 +669,8 @@ static int cq_dup_aim(MDB_cursor *mc, uint64_t w, MDB_val *data)
 	MDB_val v;
 	if ((rc = dlmdb_cur_fetch(xc, &v, NULL)))
 		return rc;
-	if (x->x_orig && xc->c_inline)
-		v.mv_data = x->x_orig + ((char *)v.mv_data - x->x_buf);
+	if (xc->c_inline)
+		dl_xcur_out(x, &v);
 	if (data)
 		*data = v;
 	return 0;
@@ -705,7 +705,11 @@ int mdb_get_rank(MDB_txn *txn, MDB_dbi dbi, uint64_t rank, MDB_val *key, MDB_val
 	cq_cursor q;
 	if ((rc = cq_cursor_init(&q, txn, dbi, 1)))
 		return rc;
-	return cq_goto_rank(&q.q_c, rank, key, data);
+	/* views decoded into this call's cursor move to the txn's storage */
+	if ((rc = cq_goto_rank(&q.q_c, rank, key, data)) == 0 &&
+	    (rc = dlmdb_txn_keep(txn, key, &q.q_c, 0)) == 0)
+		rc = dlmdb_txn_keep(txn, data, &q.q_c, 1);
+	return rc;
 }
 
 int mdb_cursor_get_rank(MDB_cursor *mc, uint64_t rank, MDB_val *key, MDB_val *data, unsigned flags)

@@ -564,7 +564,11 @@ int mdb_get(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data)
 		if (!x.x_buf)
 			return ENOMEM;
 		dlmdb_dup_bind(&mc, &x);
-		return dlmdb_dup_get(&mc, key, data, MDB_SET);
+		/* a value of a compressed sub-page was decoded into storage of
+		 * this call's cursor: it moves to the txn's (FORMAT.md, "Views") */
+		if ((rc = dlmdb_dup_get(&mc, key, data, MDB_SET)) == 0)
+			rc = dlmdb_txn_keep(txn, data, &mc, 1);
+		return rc;
 	}
 	return dlmdb_cursor_seek(&mc, key, data, MDB_SET);
 }

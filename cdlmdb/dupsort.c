@@ -53,11 +53,9 @@ void dlmdb_dup_bind(MDB_cursor *mc, dl_xcur *x)
 	mc->c_sub = x;
 }
 
-/* Translate a pointer into the sub-page copy back to the tree. */
 static void x_out(dl_xcur *x, MDB_val *v)
 {
-	if (x->x_orig && v->mv_data)
-		v->mv_data = x->x_orig + ((char *)v->mv_data - x->x_buf);
+	dl_xcur_out(x, v);
 }
 
 /*
@@ -583,9 +581,35 @@ static inline size_t leaf2_subpage_bytes(size_t n, unsigned pad)
 	return __atomic_load_n(&leaf2_exact, __ATOMIC_RELAXED) ? sz : dl_even(sz);
 }
 
-/* Bytes of a sub-page holding these values (fixed: LEAF2 of that size). */
-static size_t subpage_size(const MDB_val *vals, unsigned m, unsigned fixed)
+/* A sub-page of a compressed DB: its anchor, chosen by subpage_size. */
+typedef struct sp_plan {
+	int pfx;
+	dl_pfx_cand a;
+} sp_plan;
+
+/* vals as prefix.c items (values are keys without data) */
+static dl_pfx_item *sp_items(MDB_txn *txn, const MDB_val *vals, unsigned m)
 {
+	dl_pfx_item *it = dlmdb_pfx_items(txn, m ? m : 1);
+	for (unsigned i = 0; it && i < m; i++) {
+		it[i].key = vals[i].mv_data;
+		it[i].klen = (unsigned)vals[i].mv_size;
+		it[i].kind = 0;
+		it[i].dsize = 0;
+		it[i].data = NULL;
+		it[i].dlen = 0;
+	}
+	return it;
+}
+
+/* Bytes of a sub-page holding these values (fixed: LEAF2 of that size; a
+ * compressed DB's: the smallest layout, noted in *pl; 0 out of memory). */
+static size_t subpage_size(MDB_txn *txn, const MDB_val *vals, unsigned m, unsigned fixed, sp_plan *pl)
+{
+	if (pl->pfx && !fixed) {
+		dl_pfx_item *it = sp_items(txn, vals, m);
+		return it ? DL_PAGEHDR + dlmdb_pfx_best(it, m, NULL, 0, &pl->a) : 0;
+	}
 	/* a LEAF2 image of an odd size gets one byte of slack: stock LMDB
 	 * shrinks a sub-page by its slack only to an even size, so a sub-page
 	 * it meets at an odd size would end up in a node packed against its
@@ -599,10 +623,18 @@ static size_t subpage_size(const MDB_val *vals, unsigned m, unsigned fixed)
 }
 
 /* Encode sorted values as a sub-page image into buf (aligned). */
-static void subpage_build(char *buf, const MDB_val *vals, unsigned m, size_t size, unsigned fixed)
+static void subpage_build(MDB_txn *txn, char *buf, const MDB_val *vals, unsigned m, size_t size,
+	unsigned fixed, const sp_plan *pl)
 {
 	dl_page *sp = (dl_page *)buf;
 	memset(buf, 0, size);
+	if (pl->pfx && !fixed) {
+		/* the items array subpage_size filled may have been reused */
+		dl_pfx_item *it = sp_items(txn, vals, m);
+		sp->p_flags = DL_P_LEAF | DL_P_SUBP | DL_P_DIRTY | DL_P_PREFIX;
+		dlmdb_pfx_build(sp, (unsigned)size, it, m, &pl->a);
+		return;
+	}
 	if (fixed) {
 		sp->p_flags = DL_P_LEAF | DL_P_LEAF2 | DL_P_SUBP | DL_P_DIRTY;
 		sp->p_pad = (uint16_t)fixed;
@@ -660,6 +692,27 @@ static int x_locate(MDB_cursor *mc, MDB_val *v)
 	return dlmdb_cursor_seek(&mc->c_sub->x_c, &k, NULL, MDB_SET);
 }
 
+/* The values of leaf (or sub-page) p, nodes checked, into vals: views of
+ * p, or of the txn's value storage for those that share anchor bytes. */
+static int page_values(MDB_txn *txn, const dl_page *p, MDB_val *vals)
+{
+	unsigned n = dl_pg_nkeys(p);
+	size_t need = 0;
+	if (dl_pg_prefix(p))
+		for (unsigned i = 0; i < n; i++)
+			if (dl_node_shared(dl_pg_node(p, i)))
+				need += dl_leaf_klen(p, dl_pg_node(p, i));
+	unsigned char *store = need ? dlmdb_pfx_valbuf(txn, need) : NULL;
+	if (need && !store)
+		return ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		dlmdb_node_keyval(p, i, &vals[i], store);
+		if (vals[i].mv_data == store)
+			store += vals[i].mv_size;
+	}
+	return 0;
+}
+
 /* Values of the node under mc (single value or sub-page) into vals. */
 static int gather(MDB_cursor *mc, MDB_val *vals, unsigned *m, unsigned cap)
 {
@@ -680,8 +733,9 @@ static int gather(MDB_cursor *mc, MDB_val *vals, unsigned *m, unsigned cap)
 	for (unsigned i = 0; i < n; i++) {
 		if (!dl_pg_is_leaf2(sp) && !dl_node_in_page(sp, i, mc->c_sub->x_c.c_bound))
 			return MDB_CORRUPTED;
-		dlmdb_node_keyval(sp, i, &vals[i], NULL);	/* PREFIX sub-pages: TODO */
 	}
+	if ((rc = page_values(mc->c_txn, sp, vals)))
+		return rc;
 	*m = n;
 	return 0;
 }
@@ -764,11 +818,12 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 				unsigned fixed = (mc->c_db->d_flags & MDB_DUPFIXED) ? (unsigned)d.mv_size : 0;
 				if (fixed && fixed != hdr.p_pad)
 					return MDB_BAD_VALSIZE;
-				size_t sz = subpage_size(&d, 1, fixed);
+				sp_plan pl = {dl_dup_prefix(mc), {NULL, 0}};
+				size_t sz = subpage_size(txn, &d, 1, fixed, &pl);
 				char *buf = scratch(txn, 3);
-				if (!buf)
+				if (!buf || !sz)
 					return ENOMEM;
-				subpage_build(buf, &d, 1, sz, fixed);
+				subpage_build(txn, buf, &d, 1, sz, fixed, &pl);
 				MDB_val sub = {sz, buf};
 				dlmdb_txn_changed(txn, mc);
 				if ((rc = dlmdb_tree_put(mc, &k, &sub, DL_PUT_DUP)))
@@ -914,15 +969,20 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 	vals[pos] = d;
 	m++;
 	unsigned fixed = (mc->c_db->d_flags & MDB_DUPFIXED) ? (unsigned)d.mv_size : 0;
-	size_t sz = subpage_size(vals, m, fixed);
+	sp_plan pl = {dl_dup_prefix(mc), {NULL, 0}};
+	size_t sz = subpage_size(txn, vals, m, fixed, &pl);
+	if (!sz) {
+		rc = ENOMEM;
+		goto out;
+	}
 	dlmdb_txn_changed(txn, mc);
-	if (DL_NODEHDR + k.mv_size + sz <= env->e_nodemax) {
+	if (DL_NODEHDR + k.mv_size + sz <= dl_db_nodemax(env, mc->c_db)) {
 		char *buf = scratch(txn, 3);
 		if (!buf) {
 			rc = ENOMEM;
 			goto out;
 		}
-		subpage_build(buf, vals, m, sz, fixed);
+		subpage_build(txn, buf, vals, m, sz, fixed, &pl);
 		MDB_val sub = {sz, buf};
 		if (k.mv_data != keybuf) {
 			memcpy(keybuf, k.mv_data, k.mv_size);
@@ -942,8 +1002,11 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 			x->x_db.d_flags = (uint16_t)(MDB_DUPFIXED |
 				((mc->c_db->d_flags & MDB_INTEGERDUP) ? MDB_INTEGERKEY : 0));
 		}
-		/* a counted DB's duplicate sub-trees are counted too */
+		/* a counted DB's duplicate sub-trees are counted too, a
+		 * compressed one's (not DUPFIXED: LEAF2 leaves) compressed */
 		x->x_db.d_flags |= (uint16_t)(mc->c_db->d_flags & MDB_COUNTED);
+		if (!fixed)
+			x->x_db.d_flags |= (uint16_t)(mc->c_db->d_flags & MDB_PREFIX_COMPRESSION);
 		x->x_dbx.x_cmp = dcmp;
 		xc->c_db = &x->x_db;
 		xc->c_dbx = &x->x_dbx;
@@ -1107,13 +1170,14 @@ int dlmdb_dup_del(MDB_cursor *mc, unsigned flags)
 		if (dcmp(&vals[i], &d) != 0)
 			vals[j++] = vals[i];
 	unsigned fixed = (mc->c_db->d_flags & MDB_DUPFIXED) ? (unsigned)d.mv_size : 0;
-	size_t sz = subpage_size(vals, j, fixed);
+	sp_plan pl = {dl_dup_prefix(mc), {NULL, 0}};
+	size_t sz = subpage_size(txn, vals, j, fixed, &pl);
 	char *buf = scratch(txn, 3);
-	if (!buf) {
+	if (!buf || !sz) {
 		rc = ENOMEM;
 		goto out;
 	}
-	subpage_build(buf, vals, j, sz, fixed);
+	subpage_build(txn, buf, vals, j, sz, fixed, &pl);
 	MDB_val sub = {sz, buf};
 	dlmdb_txn_changed(txn, mc);
 	if ((rc = dlmdb_tree_put(mc, &k, &sub, DL_PUT_DUP)))
@@ -1155,22 +1219,24 @@ void dlmdb_debug_demote_enable(int on)
 	__atomic_store_n(&demote_off, !on, __ATOMIC_RELAXED);
 }
 
-/* Node size the values of one-leaf page lp would make inline under a key
- * of ksize bytes (0 if lp is not a plain or LEAF2 leaf). */
-static size_t inline_node_size(const dl_page *lp, size_t ksize, unsigned bound)
+/* Node size the values of one-leaf page lp (in vals) would make inline
+ * under a key of ksize bytes (0 if lp is not a plain or LEAF2 leaf, or a
+ * node of it lies outside the page). */
+static size_t inline_node_size(MDB_txn *txn, const dl_page *lp, size_t ksize, unsigned bound,
+	MDB_val *vals, sp_plan *pl)
 {
 	unsigned n = dl_pg_nkeys(lp);
 	if (!dl_pg_is_leaf(lp) || n == 0)
 		return 0;
 	if (dl_pg_is_leaf2(lp))
 		return DL_NODEHDR + ksize + leaf2_subpage_bytes(n, lp->p_pad);
-	size_t sz = DL_NODEHDR + ksize + DL_PAGEHDR + (size_t)n * sizeof(indx_t);
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned i = 0; i < n; i++)
 		if (!dl_node_in_page(lp, i, bound))
 			return 0;
-		sz += dl_even(DL_NODEHDR + dl_pg_node(lp, i)->n_ksize);
-	}
-	return sz;
+	if (page_values(txn, lp, vals))
+		return 0;
+	size_t sz = subpage_size(txn, vals, n, 0, pl);
+	return sz ? DL_NODEHDR + ksize + sz : 0;
 }
 
 /*
@@ -1194,22 +1260,23 @@ static int maybe_demote(MDB_cursor *mc, MDB_val *k)
 		return 0;
 	if ((rc = dlmdb_page_get(txn, x->x_db.d_root, &lp)))
 		return DL_TXN_FAIL(txn, rc);
-	size_t nsz = inline_node_size(lp, k->mv_size, env->e_psize);
-	if (nsz == 0 || nsz > env->e_nodemax / 2)
-		return 0;
-	unsigned fixed = dl_pg_is_leaf2(lp) ? lp->p_pad : 0;
-	if (((x->x_db.d_flags & MDB_DUPFIXED) != 0) != (fixed != 0))
-		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 	unsigned vcap, m = dl_pg_nkeys(lp);
 	MDB_val *vals = vals_buf(txn, &vcap);
 	char *buf = scratch(txn, 3);
 	if (!vals || !buf || m > vcap)
 		return 0;	/* the delete is done; the move is optional */
-	for (unsigned i = 0; i < m; i++)
-		dlmdb_node_keyval(lp, i, &vals[i], NULL);	/* PREFIX sub-tree leaves: TODO */
+	sp_plan pl = {dl_dup_prefix(mc), {NULL, 0}};
+	size_t nsz = inline_node_size(txn, lp, k->mv_size, env->e_psize, vals, &pl);
+	if (nsz == 0 || nsz > dl_db_nodemax(env, mc->c_db) / 2)
+		return 0;
+	unsigned fixed = dl_pg_is_leaf2(lp) ? lp->p_pad : 0;
+	if (((x->x_db.d_flags & MDB_DUPFIXED) != 0) != (fixed != 0))
+		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
+	for (unsigned i = 0; fixed && i < m; i++)
+		dlmdb_node_keyval(lp, i, &vals[i], NULL);	/* LEAF2: in place */
 	size_t sz = nsz - DL_NODEHDR - k->mv_size;
 	/* the image must exist before the leaf (maybe our dirty copy) goes */
-	subpage_build(buf, vals, m, sz, fixed);
+	subpage_build(txn, buf, vals, m, sz, fixed, &pl);
 	unsigned xflags = (xc->c_flags & DL_C_INIT) && xc->c_depth == 1
 		? xc->c_flags & (DL_C_INIT | DL_C_DEL | DL_C_EOF) : 0;
 	unsigned xki = xflags ? xc->c_ki[0] : 0;

@@ -335,6 +335,9 @@ struct MDB_txn {
 	size_t t_pfxcap, t_pfxused;
 	struct dl_pfx_item *t_pfxitems;
 	unsigned t_pfxicap;
+	unsigned char *t_outbuf;	/* decoded key and value of mdb_get/mdb_get_rank */
+	unsigned char *t_vbytes;	/* decoded duplicates of a sub-page being rebuilt */
+	size_t t_vbcap;
 	struct dl_curbak *t_curbak;	/* child txn: enclosing txns' cursor states at begin */
 	size_t t_ncurbak;
 };
@@ -385,6 +388,15 @@ typedef struct dl_xcur {
 	char *x_buf;		/* aligned copy of an inline sub-page (page-sized) */
 	char *x_orig;		/* where that sub-page lives in the tree, or NULL */
 } dl_xcur;
+
+/** Translate a pointer into the sub-page copy back to the tree (a value of
+ *  a compressed sub-page decoded into the sub-cursor's c_kbuf stays). */
+static inline void dl_xcur_out(dl_xcur *x, MDB_val *v)
+{
+	if (x->x_orig && v->mv_data && (char *)v->mv_data >= x->x_buf &&
+	    (char *)v->mv_data < x->x_buf + x->x_c.c_bound)
+		v->mv_data = x->x_orig + ((char *)v->mv_data - x->x_buf);
+}
 
 struct MDB_env {
 	int e_fd;		/* data file */
@@ -918,7 +930,17 @@ DL_HIDDEN size_t dlmdb_pfx_best(const dl_pfx_item *it, unsigned n, const dl_pfx_
 /* lay items out on p (pgno and flags kept) under anchor, node area ending at end */
 DL_HIDDEN void dlmdb_pfx_build(dl_page *p, unsigned end, const dl_pfx_item *it, unsigned n,
 	const dl_pfx_cand *anchor);
+/* a view call's own (stack) cursor c returned v: when v lies in c's decode
+ * storage, move it into the txn's (slot 0 key, 1 value); ENOMEM or 0 */
+DL_HIDDEN int dlmdb_txn_keep(MDB_txn *txn, MDB_val *v, const MDB_cursor *c, int slot);
 DL_HIDDEN unsigned char *dlmdb_pfx_arena(MDB_txn *txn, size_t n);
+/* n bytes for decoded duplicate values being rebuilt into a sub-page */
+DL_HIDDEN unsigned char *dlmdb_pfx_valbuf(MDB_txn *txn, size_t n);
+/** Are the duplicates of mc's DB (a DUPSORT main cursor) compressed? */
+static inline int dl_dup_prefix(const MDB_cursor *mc)
+{
+	return (mc->c_db->d_flags & (MDB_PREFIX_COMPRESSION | MDB_DUPFIXED)) == MDB_PREFIX_COMPRESSION;
+}
 DL_HIDDEN void dlmdb_pfx_arena_reset(MDB_txn *txn);
 DL_HIDDEN void dlmdb_pfx_arena_free(MDB_txn *txn);
 DL_HIDDEN dl_pfx_item *dlmdb_pfx_items(MDB_txn *txn, unsigned n);

@@ -221,6 +221,23 @@ void dlmdb_pfx_build(dl_page *p, unsigned end, const dl_pfx_item *it, unsigned n
 
 /* ---- txn-owned work space ------------------------------------------------------ */
 
+static int in_kbuf(const void *p, const MDB_cursor *c)
+{
+	return (const unsigned char *)p >= c->c_kbuf && (const unsigned char *)p < c->c_kbuf + sizeof c->c_kbuf;
+}
+
+int dlmdb_txn_keep(MDB_txn *txn, MDB_val *v, const MDB_cursor *c, int slot)
+{
+	if (!v || !v->mv_data || !(in_kbuf(v->mv_data, c) || (c->c_sub && in_kbuf(v->mv_data, &c->c_sub->x_c))))
+		return 0;
+	if (!txn->t_outbuf && !(txn->t_outbuf = malloc(2 * (size_t)DL_MAXKEY)))
+		return ENOMEM;
+	unsigned char *dst = txn->t_outbuf + (size_t)slot * DL_MAXKEY;
+	memcpy(dst, v->mv_data, v->mv_size);
+	v->mv_data = dst;
+	return 0;
+}
+
 unsigned char *dlmdb_pfx_arena(MDB_txn *txn, size_t n)
 {
 	if (txn->t_pfxused + n > txn->t_pfxcap) {
@@ -264,6 +281,23 @@ void dlmdb_pfx_arena_free(MDB_txn *txn)
 	free(txn->t_pfxitems);
 	txn->t_pfxitems = NULL;
 	txn->t_pfxicap = 0;
+	free(txn->t_outbuf);
+	txn->t_outbuf = NULL;
+	free(txn->t_vbytes);
+	txn->t_vbytes = NULL;
+	txn->t_vbcap = 0;
+}
+
+unsigned char *dlmdb_pfx_valbuf(MDB_txn *txn, size_t n)
+{
+	if (n > txn->t_vbcap) {
+		unsigned char *b = realloc(txn->t_vbytes, n);
+		if (!b)
+			return NULL;
+		txn->t_vbytes = b;
+		txn->t_vbcap = n;
+	}
+	return txn->t_vbytes;
 }
 
 dl_pfx_item *dlmdb_pfx_items(MDB_txn *txn, unsigned n)

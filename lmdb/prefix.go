@@ -17,7 +17,12 @@ package lmdb
 // without RawRead every key is copied and nothing changes. Keys whose page
 // shares nothing with them, and all values, remain views into the map.
 //
-// Not yet: combined with DupSort it is refused with Incompatible.
+// In a DupSort DB the duplicate values are compressed the same way (within
+// each inline sub-page and each sub-tree leaf), except with DupFixed, whose
+// fixed-width value pages stay as they are; the keys are compressed either
+// way. Values decoded for Cursor.Get follow the rule for keys above; the
+// value Txn.Get returns for a DupSort DB (its first duplicate), when decoded,
+// is valid until the transaction's next Get.
 //
 // See mdb_dbi_open and MDB_PREFIX_COMPRESSION.
 const PrefixCompression = 0x100

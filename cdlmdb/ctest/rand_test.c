@@ -351,7 +351,7 @@ static void open_dbs(MDB_env *env, MDB_dbi *dbi)
 	MUST(mdb_txn_begin(env, NULL, 0, &txn));
 	for (int d = 0; d < NDB; d++)
 		MUST(mdb_dbi_open(txn, dbnames[d], dbflags[d] | extra_flags | MDB_CREATE, &dbi[d]));
-	MUST(mdb_dbi_open(txn, "dups", MDB_DUPSORT | MDB_CREATE, &dbi[NDB]));
+	MUST(mdb_dbi_open(txn, "dups", MDB_DUPSORT | extra_flags | MDB_CREATE, &dbi[NDB]));
 	MUST(mdb_txn_commit(txn));
 }
 

@@ -103,9 +103,6 @@ type extTxn struct {
 func (s *extTxn) openDBI(name string, flags uint) (uint32, error) {
 	if name != "" {
 		flags |= s.env.add
-		if flags&uint(dl.DupSort) != 0 {
-			flags &^= uint(dl.PrefixCompression) // compressed duplicates: not yet
-		}
 	}
 	dbi, err := s.oursTxn.openDBI(name, flags)
 	if err == nil && name != "" && !slices.Contains(s.env.dbis, dbi) {
@@ -321,6 +318,20 @@ func TestDifferentialPrefixCounted(t *testing.T) {
 		return
 	}
 	extDifferential(t, uint(dl.PrefixCompression|dl.Counted), genOps, 60000)
+}
+
+func TestDifferentialPrefixDupSort(t *testing.T) {
+	if isolate(t) {
+		return
+	}
+	extDifferential(t, uint(dl.PrefixCompression), genDupOps, 60000)
+}
+
+func TestDifferentialPrefixCountedDupSort(t *testing.T) {
+	if isolate(t) {
+		return
+	}
+	extDifferential(t, uint(dl.PrefixCompression|dl.Counted), genDupOps, 40000)
 }
 
 func countedDifferential(t *testing.T, gen func(int64) []op, perScale int) {

@@ -208,7 +208,9 @@ func (w *fileWalker) walkDB(rec []byte, who string, isMain bool) {
 			// it copies-on-write a sub-page that lacks P_DIRTY as if it were
 			// a real page (and asserts in mdb_page_dirty when writing to such
 			// a file). So: P_LEAF|P_SUBP|P_DIRTY, plus P_LEAF2 for DUPFIXED.
-			if sf := binary.LittleEndian.Uint16(data[10:]); sf&^wPLeaf2 != wPLeaf|0x40|0x10 {
+			// (a compressed DB's sub-pages also carry P_PREFIX, ours only)
+			if sf := binary.LittleEndian.Uint16(data[10:]); sf&^(wPLeaf2|wPPrefix) != wPLeaf|0x40|0x10 ||
+				sf&(wPLeaf2|wPPrefix) == wPLeaf2|wPPrefix {
 				w.failf("%s: key %q: sub-page flags %#x, want %#x (P_LEAF|P_SUBP|P_DIRTY[|P_LEAF2]) as stock LMDB writes them",
 					who, key, sf, wPLeaf|0x40|0x10|sf&wPLeaf2)
 			}
