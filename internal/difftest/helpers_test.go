@@ -58,6 +58,7 @@ const (
 	eInvalid      = int(lmdb.Invalid)
 	eMapFull      = int(lmdb.MapFull)
 	eBadValSize   = int(lmdb.BadValSize)
+	eIncompatible = int(lmdb.Incompatible)
 	eBadTxn       = int(lmdb.BadTxn)
 	eVersion      = int(lmdb.VersionMismatch)
 	ePanic        = int(lmdb.Panic)

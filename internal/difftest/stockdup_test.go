@@ -256,6 +256,13 @@ func (s *side) afterDupOp(o op, r *result) {
 	}
 	marks := s.dupMarks()
 	m := marks[c]
+	if o.kind == opCurNextMultiple && r.code == eIncompatible {
+		// refused before it looked at the cursor (not a DUPFIXED DB):
+		// the marks stay (seed 273577129282699721 of
+		// TestDifferentialPrefixDupSort at scale 10: Del, a refused
+		// NextMultiple, FirstDup, NextDup -- stock's bug 6 again)
+		return
+	}
 	switch o.kind {
 	case opCurGetCurrent, opCurCount, opCurGetMultiple, opCurLastDup, opCurClose:
 		if o.kind == opCurGetCurrent {
