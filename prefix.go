@@ -146,12 +146,14 @@ var ErrConvertMismatch = errors.New("dlmdb: converted copy differs from the sour
 // copy in the source's place (lmdb.Txn.ReplaceDBI). Readers therefore see
 // either the old database or the new one, never a mix, and a crash at any
 // point leaves the old database as it was (the half-built copy is dropped
-// by the next Convert). DBI handles of name stay valid and refer to the new
-// database afterwards.
+// by the next Convert; a Convert that fails drops it itself). DBI handles
+// of name stay valid and refer to the new database afterwards. The final
+// transaction reads both databases twice (level, then verify), so it holds
+// the writer lock for about two scans of the database.
 //
 // The environment needs two free named-database handles and map space for
-// a second copy of the database. Databases ordered by custom comparators
-// are not supported.
+// a second copy of the database. Run one Convert per database at a time.
+// Databases ordered by custom comparators are not supported.
 func Convert(env *lmdb.Env, name string, opts ConvertOptions) error {
 	if name == "" {
 		return ErrConvertMainDB
@@ -185,7 +187,23 @@ func Convert(env *lmdb.Env, name string, opts ConvertOptions) error {
 	if err != nil {
 		return fmt.Errorf("dlmdb: converting %q: %w", name, err)
 	}
+	if err := convertCopy(env, name, tmpName, want, batch, opts.Progress); err != nil {
+		// best effort: the next run would drop the half-built copy anyway
+		env.Update(func(txn *lmdb.Txn) error {
+			tmp, err := txn.OpenDBI(tmpName, 0)
+			if err != nil {
+				return err
+			}
+			return txn.Drop(tmp, true)
+		})
+		return fmt.Errorf("dlmdb: converting %q: %w", name, err)
+	}
+	return nil
+}
 
+// convertCopy is Convert after the temporary database tmpName exists: the
+// batches, then the final transaction that levels, verifies and swaps.
+func convertCopy(env *lmdb.Env, name, tmpName string, want uint, batch int, progress func(copied, total uint64)) error {
 	var pos copyPos
 	var copied uint64
 	for !pos.done {
@@ -208,14 +226,14 @@ func Convert(env *lmdb.Env, name string, opts ConvertOptions) error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("dlmdb: converting %q: %w", name, err)
+			return err
 		}
-		if opts.Progress != nil {
-			opts.Progress(copied, total)
+		if progress != nil {
+			progress(copied, total)
 		}
 	}
 
-	err = env.Update(func(txn *lmdb.Txn) error {
+	return env.Update(func(txn *lmdb.Txn) error {
 		src, tmp, err := openPair(txn, name, tmpName)
 		if err != nil {
 			return err
@@ -233,10 +251,6 @@ func Convert(env *lmdb.Env, name string, opts ConvertOptions) error {
 		}
 		return txn.ReplaceDBI(src, tmp)
 	})
-	if err != nil {
-		return fmt.Errorf("dlmdb: converting %q: %w", name, err)
-	}
-	return nil
 }
 
 func openPair(txn *lmdb.Txn, name, tmpName string) (src, tmp lmdb.DBI, err error) {

@@ -647,3 +647,39 @@ func TestFootprintRatios(t *testing.T) {
 		t.Errorf("%v %v %v %v %v %v", fs.StoredBytes(), fs.DecodedBytes(), fs.Ratio(), fs.Savings(), fs.KeyRatio(), fs.ValueRatio())
 	}
 }
+
+// A source dropped between batches fails the conversion with NotFound, and
+// the failed Convert drops its half-built copy.
+func TestConvertSourceDropped(t *testing.T) {
+	rng := rand.New(rand.NewSource(countedSeed(t)))
+	env := convEnv(t)
+	convFill(t, env, rng, "db", 0, 2000)
+	calls := 0
+	err := Convert(env, "db", ConvertOptions{Counted: SetFlag, BatchEntries: 300, Progress: func(_, _ uint64) {
+		calls++
+		if calls != 2 {
+			return
+		}
+		if err := env.Update(func(txn *lmdb.Txn) error {
+			dbi, err := txn.OpenDBI("db", 0)
+			if err != nil {
+				return err
+			}
+			return txn.Drop(dbi, true)
+		}); err != nil {
+			t.Error(err)
+		}
+	}})
+	if !lmdb.IsNotFound(err) || calls != 2 {
+		t.Fatalf("Convert of a dropped source: %v after %d batches, want NotFound after 2", err, calls)
+	}
+	err = env.View(func(txn *lmdb.Txn) error {
+		if _, err := txn.OpenDBI(ConvertTempPrefix+"db", 0); !lmdb.IsNotFound(err) {
+			return fmt.Errorf("temporary database after a failed Convert: %v", err)
+		}
+		return txn.Check()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

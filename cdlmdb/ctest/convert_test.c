@@ -331,6 +331,61 @@ static void test_refusals(MDB_env *env)
 	mdb_txn_abort(w);
 }
 
+/* meta version of the newer meta page of the env in dir (0: unreadable):
+ * the u32 after the magic, 16 bytes into the page; txnid at 16 + 128 */
+static uint32_t newest_version(const char *dir)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/data.mdb", dir);
+	FILE *f = fopen(path, "rb");
+	unsigned char pg[2 * 4096];
+	size_t got = f ? fread(pg, 1, sizeof pg, f) : 0;
+	if (f)
+		fclose(f);
+	if (got != sizeof pg)
+		return 0;
+	uint32_t v[2];
+	uint64_t id[2];
+	for (int i = 0; i < 2; i++) {
+		memcpy(&v[i], pg + i * 4096 + 16 + 4, 4);
+		memcpy(&id[i], pg + i * 4096 + 16 + 128, 8);
+	}
+	return id[1] > id[0] ? v[1] : v[0];
+}
+
+/* A file holding only plain DBs is LMDB version 1; once a replace gives a
+ * DB the counted encoding it carries the extended version, and keeps it
+ * after the DB is replaced by a plain one again (FORMAT.md). */
+static void test_meta_version(void)
+{
+	const char *dir = "build/convert_env_ver";
+	tu_fresh_dir(dir);
+	MDB_env *env;
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_set_maxdbs(env, 4));
+	MUST(mdb_env_open(env, dir, MDB_NOTLS, 0644));
+	struct spec s = {0, 300, 1, 20};
+	MDB_dbi d = fill(env, "v", &s);
+	EXPECT(newest_version(dir) == 1);
+	for (int step = 0; step < 2; step++) {
+		MDB_txn *w;
+		MDB_dbi tmp;
+		MUST(mdb_txn_begin(env, NULL, 0, &w));
+		MUST(mdb_dbi_open(w, "v.tmp", MDB_CREATE | (step == 0 ? MDB_COUNTED : 0), &tmp));
+		copy_db(w, d, tmp);
+		EXPECT_RC(mdb_dbi_replace(w, d, tmp), 0);
+		MUST(mdb_txn_commit(w));
+		EXPECT(newest_version(dir) == 0x444C4301u);
+	}
+	MDB_txn *r;
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r));
+	expect_flags(r, d, 0, __LINE__);
+	expect_content(r, d, &s, __LINE__);
+	check_txn(r, __LINE__);
+	mdb_txn_abort(r);
+	mdb_env_close(env);
+}
+
 /* ---- footprint ---- */
 
 static void walk(MDB_txn *t, MDB_dbi d, MDB_footprint *fp, mdb_size_t chunk)
@@ -468,5 +523,6 @@ int main(void)
 	test_nested_abort(env);
 	test_footprint(env);
 	mdb_env_close(env);
+	test_meta_version();
 	return tu_finish("convert_test");
 }
