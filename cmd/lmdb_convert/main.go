@@ -144,7 +144,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	env, err := toolutil.OpenEnv(c.path, c.envFlags, 8)
 	if err != nil {
-		return err
+		return fmt.Errorf("database %q: %w", c.name, err) // err names the path
 	}
 	defer env.Close()
 	fail := func(err error) error {

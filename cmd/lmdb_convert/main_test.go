@@ -125,7 +125,8 @@ func TestConvertErrors(t *testing.T) {
 		t.Errorf("missing DB: %v, want NotFound naming the path and the DB", err)
 	}
 	missing := dir + "/nowhere"
-	if _, err := convert(t, missing, dbs[0].Name); err == nil || !strings.Contains(err.Error(), missing) {
+	if _, err := convert(t, missing, dbs[0].Name); err == nil || !strings.Contains(err.Error(), missing) ||
+		!strings.Contains(err.Error(), dbs[0].Name) {
 		t.Errorf("missing env: %v", err)
 	}
 	// nothing changed by the failures
