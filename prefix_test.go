@@ -48,6 +48,39 @@ var convCases = []convCase{
 	{"dupfixed", lmdb.DupSort | lmdb.DupFixed},
 }
 
+// convSwitches are the encoding flags the round-trip and reader tests
+// switch on and back off, each set in its own run. (Add
+// lmdb.PrefixCompression and lmdb.Counted|lmdb.PrefixCompression once the
+// engine accepts the flag.)
+var convSwitches = []uint{lmdb.Counted}
+
+// convSwitch is opts changed to switch the flags in bits on (or off).
+func convSwitch(opts ConvertOptions, bits uint, on bool) ConvertOptions {
+	c := ClearFlag
+	if on {
+		c = SetFlag
+	}
+	if bits&lmdb.Counted != 0 {
+		opts.Counted = c
+	}
+	if bits&lmdb.PrefixCompression != 0 {
+		opts.PrefixCompression = c
+	}
+	return opts
+}
+
+func convSwitchName(bits uint) string {
+	switch bits {
+	case lmdb.Counted:
+		return "counted"
+	case lmdb.PrefixCompression:
+		return "prefix"
+	case lmdb.Counted | lmdb.PrefixCompression:
+		return "counted+prefix"
+	}
+	return fmt.Sprintf("%#x", bits)
+}
+
 // convValue draws a value for a database with flags (DupFixed: 12 bytes).
 func convValue(rng *rand.Rand, flags uint) string {
 	if flags&lmdb.DupFixed != 0 {
@@ -215,45 +248,52 @@ func TestConvertRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewSource(countedSeed(t)))
 	n := 3000 * countedScale(t)
 	env := convEnv(t)
-	for _, tc := range convCases {
-		t.Run(tc.name, func(t *testing.T) {
-			want := convFill(t, env, rng, tc.name, tc.flags, n).sorted()
-			steps := []struct {
-				opts  ConvertOptions
-				flags uint
-			}{
-				{ConvertOptions{Counted: SetFlag, BatchEntries: 700}, tc.flags | lmdb.Counted},
-				{ConvertOptions{BatchEntries: 7}, tc.flags | lmdb.Counted}, // keep, many small txns
-				{ConvertOptions{Counted: ClearFlag}, tc.flags},             // one batch
-				{ConvertOptions{Counted: ClearFlag, BatchEntries: 999}, tc.flags},
+	for _, sw := range convSwitches {
+		for _, tc := range convCases {
+			t.Run(convSwitchName(sw)+"/"+tc.name, func(t *testing.T) {
+				convRoundTrip(t, env, rng, tc, sw, n)
+			})
+		}
+	}
+}
+
+func convRoundTrip(t *testing.T, env *lmdb.Env, rng *rand.Rand, tc convCase, sw uint, n int) {
+	name := tc.name + "-" + convSwitchName(sw)
+	want := convFill(t, env, rng, name, tc.flags, n).sorted()
+	steps := []struct {
+		opts  ConvertOptions
+		flags uint
+	}{
+		{convSwitch(ConvertOptions{BatchEntries: 700}, sw, true), tc.flags | sw},
+		{ConvertOptions{BatchEntries: 7}, tc.flags | sw},    // keep, many small txns
+		{convSwitch(ConvertOptions{}, sw, false), tc.flags}, // one batch
+		{convSwitch(ConvertOptions{BatchEntries: 999}, sw, false), tc.flags},
+	}
+	if testing.Short() {
+		steps = append(steps[:1], steps[2])
+	}
+	for i, s := range steps {
+		var calls int
+		var last uint64
+		s.opts.Progress = func(copied, total uint64) {
+			calls++
+			if copied < last {
+				t.Errorf("step %d: progress went back from %d to %d", i, last, copied)
 			}
-			if testing.Short() {
-				steps = append(steps[:1], steps[2])
-			}
-			for i, s := range steps {
-				var calls int
-				var last uint64
-				s.opts.Progress = func(copied, total uint64) {
-					calls++
-					if copied < last {
-						t.Errorf("step %d: progress went back from %d to %d", i, last, copied)
-					}
-					last = copied
-				}
-				if err := Convert(env, tc.name, s.opts); err != nil {
-					t.Fatalf("step %d: %v", i, err)
-				}
-				batch := s.opts.BatchEntries
-				if batch <= 0 {
-					batch = DefaultConvertBatch
-				}
-				// a batch that copies its last pair also finds the end
-				if wantCalls := max(1, (len(want)+batch-1)/batch); calls != wantCalls || last != uint64(len(want)) {
-					t.Errorf("step %d: %d progress calls ending at %d, want %d ending at %d", i, calls, last, wantCalls, len(want))
-				}
-				convExpect(t, env, tc.name, want, s.flags)
-			}
-		})
+			last = copied
+		}
+		if err := Convert(env, name, s.opts); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		batch := s.opts.BatchEntries
+		if batch <= 0 {
+			batch = DefaultConvertBatch
+		}
+		// a batch that copies its last pair also finds the end
+		if wantCalls := max(1, (len(want)+batch-1)/batch); calls != wantCalls || last != uint64(len(want)) {
+			t.Errorf("step %d: %d progress calls ending at %d, want %d ending at %d", i, calls, last, wantCalls, len(want))
+		}
+		convExpect(t, env, name, want, s.flags)
 	}
 }
 
@@ -286,82 +326,89 @@ func TestConvertDropsLeftover(t *testing.T) {
 func TestConvertReaders(t *testing.T) {
 	rng := rand.New(rand.NewSource(countedSeed(t)))
 	env := convEnv(t)
-	for _, tc := range convCases {
-		t.Run(tc.name, func(t *testing.T) {
-			want := convFill(t, env, rng, tc.name, tc.flags, 2500*countedScale(t)).sorted()
-			var stop, failed atomic.Bool
-			var reads [2]atomic.Int64 // by flags seen: old, new
-			var wg sync.WaitGroup
-			errs := make(chan error, 3)
-			for r := 0; r < 3; r++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for !stop.Load() {
-						err := env.View(func(txn *lmdb.Txn) error {
-							dbi, err := txn.OpenDBI(tc.name, 0)
-							if err != nil {
-								return err
-							}
-							f, err := txn.Flags(dbi)
-							if err != nil {
-								return err
-							}
-							got, err := convContent(txn, dbi)
-							if err != nil {
-								return err
-							}
-							if d := convDiff(got, want); d != "" {
-								return fmt.Errorf("reader with flags %#x: %s", f, d)
-							}
-							switch f {
-							case tc.flags:
-								reads[0].Add(1)
-							case tc.flags | lmdb.Counted:
-								reads[1].Add(1)
-							default:
-								return fmt.Errorf("reader sees flags %#x", f)
-							}
-							return nil
-						})
-						if err != nil {
-							failed.Store(true)
-							errs <- err
-							return
-						}
+	for _, sw := range convSwitches {
+		for _, tc := range convCases {
+			t.Run(convSwitchName(sw)+"/"+tc.name, func(t *testing.T) {
+				convReaders(t, env, rng, tc, sw)
+			})
+		}
+	}
+}
+
+func convReaders(t *testing.T, env *lmdb.Env, rng *rand.Rand, tc convCase, sw uint) {
+	name := tc.name + "-" + convSwitchName(sw)
+	want := convFill(t, env, rng, name, tc.flags, 2500*countedScale(t)).sorted()
+	var stop, failed atomic.Bool
+	var reads [2]atomic.Int64 // by flags seen: old, new
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for r := 0; r < 3; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				err := env.View(func(txn *lmdb.Txn) error {
+					dbi, err := txn.OpenDBI(name, 0)
+					if err != nil {
+						return err
 					}
-				}()
-			}
-			// after every batch, let the readers finish a few reads: some
-			// of them between batches, whatever the scheduling
-			between := func(_, _ uint64) {
-				target := reads[0].Load() + reads[1].Load() + 3
-				for reads[0].Load()+reads[1].Load() < target && !failed.Load() {
-					runtime.Gosched()
+					f, err := txn.Flags(dbi)
+					if err != nil {
+						return err
+					}
+					got, err := convContent(txn, dbi)
+					if err != nil {
+						return err
+					}
+					if d := convDiff(got, want); d != "" {
+						return fmt.Errorf("reader with flags %#x: %s", f, d)
+					}
+					switch f {
+					case tc.flags:
+						reads[0].Add(1)
+					case tc.flags | sw:
+						reads[1].Add(1)
+					default:
+						return fmt.Errorf("reader sees flags %#x", f)
+					}
+					return nil
+				})
+				if err != nil {
+					failed.Store(true)
+					errs <- err
+					return
 				}
 			}
-			err := Convert(env, tc.name, ConvertOptions{Counted: SetFlag, BatchEntries: 200, Progress: between})
-			stop.Store(true)
-			wg.Wait()
-			close(errs)
-			for e := range errs {
-				t.Error(e)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			convExpect(t, env, tc.name, want, tc.flags|lmdb.Counted)
-			// reads that ended between batches began before the swap
-			if reads[0].Load() == 0 {
-				t.Error("no reader saw the database before the swap")
-			}
-			// and back, with the readers' view checked once more
-			if err := Convert(env, tc.name, ConvertOptions{Counted: ClearFlag, BatchEntries: 200}); err != nil {
-				t.Fatal(err)
-			}
-			convExpect(t, env, tc.name, want, tc.flags)
-		})
+		}()
 	}
+	// after every batch, let the readers finish a few reads: some
+	// of them between batches, whatever the scheduling
+	between := func(_, _ uint64) {
+		target := reads[0].Load() + reads[1].Load() + 3
+		for reads[0].Load()+reads[1].Load() < target && !failed.Load() {
+			runtime.Gosched()
+		}
+	}
+	err := Convert(env, name, convSwitch(ConvertOptions{BatchEntries: 200, Progress: between}, sw, true))
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	convExpect(t, env, name, want, tc.flags|sw)
+	// reads that ended between batches began before the swap
+	if reads[0].Load() == 0 {
+		t.Error("no reader saw the database before the swap")
+	}
+	// and back
+	if err := Convert(env, name, convSwitch(ConvertOptions{BatchEntries: 200}, sw, false)); err != nil {
+		t.Fatal(err)
+	}
+	convExpect(t, env, name, want, tc.flags)
 }
 
 // A writer changes the source between batches (inserts before and after the
