@@ -617,6 +617,79 @@ static void test_footprint_damage(void)
 	free(orig);
 }
 
+/* The prefix arithmetic on a hand-marked page (until the engine writes
+ * compressed pages itself): one leaf of a plain DB gets the PREFIX page
+ * flag, an anchor length in p_pad and a shared length in each node's flags
+ * word.  The walk then counts that page as compressed, its anchor, and each
+ * node's key as shared + suffix decoded, suffix stored; nothing else moves. */
+static void test_footprint_prefix_page(void)
+{
+	const char *dir = "build/convert_env_pfx";
+	tu_fresh_dir(dir);
+	MDB_env *env;
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_set_maxdbs(env, 4));
+	MUST(mdb_env_open(env, dir, MDB_NOTLS, 0644));
+	struct spec s = {0, 600, 1, 30};
+	MDB_dbi d = fill(env, "pfx", &s);
+	MDB_txn *r;
+	MDB_footprint before, after;
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r));
+	walk(r, d, &before, 1000);
+	mdb_txn_abort(r);
+	mdb_env_close(env);
+
+	char path[512];
+	snprintf(path, sizeof path, "%s/data.mdb", dir);
+	FILE *f = fopen(path, "r+b");
+	if (!f)
+		exit(2);
+	unsigned char page[4096];
+	uint64_t shared_sum = 0;
+	const unsigned anchor = 7;
+	for (long pg = 2; fseek(f, pg * 4096, SEEK_SET) == 0 && fread(page, 1, sizeof page, f) == sizeof page; pg++) {
+		uint16_t flags, lower, slot;
+		memcpy(&flags, page + 10, 2);
+		memcpy(&lower, page + 12, 2);
+		if (flags != 0x02 || lower <= 16)
+			continue;
+		memcpy(&slot, page + 16, 2);
+		if (memcmp(page + slot + 8, "key-", 4) != 0)
+			continue;	/* a leaf of the main DB */
+		flags |= 0x0400;
+		memcpy(page + 10, &flags, 2);
+		uint16_t pad = anchor;
+		memcpy(page + 8, &pad, 2);
+		for (unsigned i = 0; i < (lower - 16u) / 2; i++) {
+			uint16_t nf, off;
+			memcpy(&off, page + 16 + 2 * i, 2);
+			memcpy(&nf, page + off + 4, 2);
+			nf = (uint16_t)((nf & 0x7) | (i % (anchor + 1)) << 7);
+			memcpy(page + off + 4, &nf, 2);
+			shared_sum += i % (anchor + 1);
+		}
+		fseek(f, pg * 4096, SEEK_SET);
+		fwrite(page, 1, sizeof page, f);
+		break;
+	}
+	fclose(f);
+	EXPECT(shared_sum > 0);
+
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_set_maxdbs(env, 4));
+	MUST(mdb_env_open(env, dir, MDB_NOTLS | MDB_RDONLY, 0644));
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r));
+	MUST(mdb_dbi_open(r, "pfx", 0, &d));
+	walk(r, d, &after, 1);
+	EXPECT(after.fp_prefix_pages == 1 && after.fp_anchor_bytes == anchor);
+	EXPECT(after.fp_key_stored == before.fp_key_stored);
+	EXPECT(after.fp_key_decoded == before.fp_key_decoded + shared_sum);
+	EXPECT(after.fp_val_stored == before.fp_val_stored && after.fp_val_decoded == before.fp_val_decoded);
+	EXPECT(after.fp_entries == before.fp_entries && after.fp_leaf_pages == before.fp_leaf_pages);
+	mdb_txn_abort(r);
+	mdb_env_close(env);
+}
+
 int main(void)
 {
 	tu_fresh_dir(DIR0);
@@ -628,5 +701,6 @@ int main(void)
 	mdb_env_close(env);
 	test_meta_version();
 	test_footprint_damage();
+	test_footprint_prefix_page();
 	return tu_finish("convert_test");
 }
