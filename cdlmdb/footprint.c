@@ -20,7 +20,9 @@
  * values of a DUPSORT key are the keys of its sub-page or sub-tree leaves.
  *
  * The walk only reads, and checks every offset and size it follows, so a
- * damaged page gives MDB_CORRUPTED, never a read outside the page.
+ * damaged page gives MDB_CORRUPTED, never a read outside the page; and it
+ * visits no more pages than the records count (mdb_txn_check holds them
+ * exact), so a damaged child pointer that makes a loop ends it too.
  */
 #include "internal.h"
 
@@ -33,6 +35,7 @@ struct fp_walk {
 	MDB_txn *w_txn;
 	MDB_footprint *w_fp;
 	unsigned w_psize;
+	uint64_t w_dupleft;	/* pages the current sub-tree's record still allows */
 };
 
 /* leaf node shared-prefix length (0 outside DL_P_PREFIX pages) */
@@ -122,6 +125,9 @@ static int fp_dup_tree(struct fp_walk *w, pgno_t pg, unsigned level, unsigned de
 	MDB_footprint *fp = w->w_fp;
 	dl_page *p;
 	int leaf = level + 1 == depth;
+	if (w->w_dupleft == 0)
+		return MDB_CORRUPTED;	/* more pages than the record counts: a loop? */
+	w->w_dupleft--;
 	int rc = fp_page(w, pg, leaf ? DL_P_LEAF : DL_P_BRANCH, &p);
 	if (rc)
 		return rc;
@@ -196,6 +202,9 @@ static int fp_leaf(struct fp_walk *w, const dl_page *p, int dupsort)
 			memcpy(&rec, dl_node_data(nd), sizeof rec);
 			if (rec.d_root == DL_NO_PAGE || rec.d_depth == 0 || rec.d_depth > DL_MAX_DEPTH)
 				return MDB_CORRUPTED;
+			w->w_dupleft = rec.d_branch + rec.d_leaf;
+			if (w->w_dupleft < rec.d_leaf)
+				return MDB_CORRUPTED;
 			if ((rc = fp_dup_tree(w, rec.d_root, 0, rec.d_depth)))
 				return rc;
 			continue;
@@ -249,7 +258,7 @@ int mdb_footprint(MDB_txn *txn, MDB_dbi dbi, MDB_footprint *fp, mdb_size_t max_l
 		   fp->fp_root != db->d_root || fp->fp_depth != db->d_depth) {
 		return EINVAL;	/* another txn, or the DB changed since the last call */
 	}
-	struct fp_walk w = {txn, fp, txn->t_env->e_psize};
+	struct fp_walk w = {txn, fp, txn->t_env->e_psize, 0};
 	int dupsort = (db->d_flags & MDB_DUPSORT) != 0;
 	unsigned depth = fp->fp_depth, last = depth - 1;
 	dl_page *stack[DL_MAX_DEPTH];
@@ -270,11 +279,13 @@ int mdb_footprint(MDB_txn *txn, MDB_dbi dbi, MDB_footprint *fp, mdb_size_t max_l
 			if (l < last) {
 				if (fp->fp_ki[l] >= dl_pg_nkeys(stack[l]))
 					return EINVAL;	/* the path no longer fits the tree */
-				if (l >= fresh)
-					fp->fp_branch_pages++;
+				if (l >= fresh && ++fp->fp_branch_pages > db->d_branch)
+					return MDB_CORRUPTED;	/* more than the record counts */
 			}
 		}
 		valid = depth;
+		if (fp->fp_leaf_pages >= db->d_leaf)
+			return MDB_CORRUPTED;
 		if ((rc = fp_leaf(&w, stack[last], dupsort)))
 			return rc;
 		visited++;
