@@ -36,6 +36,7 @@ struct audit {
 	uint64_t keys;		/* distinct keys met in leaves (KEYCOUNT checks) */
 	unsigned leafdepth;
 	unsigned cntflags;	/* COUNTED|KEYCOUNT bits every branch page must carry */
+	int prefix;		/* a PREFIX_COMPRESSION tree: its node leaves carry DL_P_PREFIX */
 	int dupsort;		/* DUP nodes of this tree hold duplicates */
 	int extdbs;		/* named DBs seen with an extension flag */
 	MDB_cmp_func *cmp;
@@ -166,6 +167,13 @@ static int check_spans(struct audit *a, pgno_t pg, const dl_page *p, unsigned li
 			return fail(a, "page %" PRIu64 "%s node %u runs past the page end", pg, what, i);
 		a->spans[i] = (uint64_t)off << 32 | (off + extent);
 	}
+	if (dl_pg_prefix(p) && p->p_pad) {
+		/* the anchor record is part of no node */
+		if (!dl_pg_anchor_ok(p, lim))
+			return fail(a, "page %" PRIu64 "%s anchor at %u runs past the page end", pg, what,
+				p->p_pad);
+		a->spans[n++] = (uint64_t)p->p_pad << 32 | (p->p_pad + sizeof(uint16_t) + dl_pg_anchor_len(p));
+	}
 	qsort(a->spans, n, sizeof *a->spans, span_order);
 	for (unsigned i = 1; i < n; i++) {
 		unsigned prev_end = (unsigned)a->spans[i - 1], off = (unsigned)(a->spans[i] >> 32);
@@ -226,6 +234,11 @@ static int walk(struct audit *a, pgno_t pg, unsigned depth, const MDB_val *lo, c
 	int branch = dl_pg_is_branch(p), leaf = dl_pg_is_leaf(p);
 	if (branch == leaf || (p->p_flags & (DL_P_OVERFLOW | DL_P_META)))
 		return fail(a, "page %" PRIu64 " has kind flags 0x%x", pg, p->p_flags);
+	int pf = dl_pg_prefix(p), wantpf = leaf && !dl_pg_is_leaf2(p) && a->prefix;
+	if (pf != wantpf)
+		return fail(a, "%s page %" PRIu64 " %s the PREFIX flag (%s tree)", branch ? "branch" :
+			dl_pg_is_leaf2(p) ? "LEAF2" : "leaf", pg, pf ? "has" : "lacks",
+			a->prefix ? "compressed" : "uncompressed");
 	unsigned cf = p->p_flags & (DL_P_COUNTED | DL_P_KEYCOUNT), wantcf = branch ? a->cntflags : 0;
 	if (cf != wantcf)
 		return fail(a, "%s page %" PRIu64 " has count flags 0x%x, want 0x%x (%s tree)",
@@ -269,11 +282,25 @@ static int walk(struct audit *a, pgno_t pg, unsigned depth, const MDB_val *lo, c
 	if ((rc = check_spans(a, pg, p, env->e_psize, "")))
 		return rc;
 	MDB_val prev = {0, NULL};
+	unsigned char kbuf[2][DL_MAXKEY];
 	for (unsigned i = 0; i < n; i++) {
 		dl_node *nd = dl_pg_node(p, i);
-		if (nd->n_ksize > DL_MAXKEY || (nd->n_ksize == 0 && (leaf || i > 0)))
-			return fail(a, "page %" PRIu64 " node %u key size %u", pg, i, nd->n_ksize);
-		MDB_val k = {nd->n_ksize, dl_node_key(nd)};
+		MDB_val k;
+		if (pf) {
+			/* a shared length within the anchor, a key of 1..511 bytes */
+			if (!dl_pfx_node_ok(p, nd, env->e_psize))
+				return fail(a, "page %" PRIu64 " node %u: shared length %u, suffix %u, anchor %u "
+					"(flags 0x%x)", pg, i, dl_node_shared(nd), nd->n_ksize,
+					dl_pg_anchor_len(p), (unsigned)nd->n_flags);
+			dl_leaf_key(p, nd, &k, kbuf[i & 1]);
+		} else {
+			if (nd->n_ksize > DL_MAXKEY || (nd->n_ksize == 0 && (leaf || i > 0)))
+				return fail(a, "page %" PRIu64 " node %u key size %u", pg, i, nd->n_ksize);
+			if (leaf && (nd->n_flags & ~DL_N_KIND))
+				return fail(a, "page %" PRIu64 " node %u flags 0x%x", pg, i, (unsigned)nd->n_flags);
+			k.mv_size = nd->n_ksize;
+			k.mv_data = dl_node_key(nd);
+		}
 		int haskey = leaf || i > 0;
 		if (haskey) {
 			if (prev.mv_data && a->cmp(&prev, &k) >= 0)
@@ -362,6 +389,7 @@ static int audit_tree_as(struct audit *a, const dl_dbrec *db, MDB_cmp_func *cmp,
 	a->leafdepth = 0;
 	a->dupsort = kind != TREE_FREE && (db->d_flags & MDB_DUPSORT);
 	a->cntflags = 0;
+	a->prefix = kind != TREE_FREE && (db->d_flags & MDB_PREFIX_COMPRESSION);
 	if (kind != TREE_FREE && (db->d_flags & MDB_COUNTED))
 		a->cntflags = dl_db_branch_flags(db) & (DL_P_COUNTED | DL_P_KEYCOUNT);
 	a->cmp = cmp;
@@ -506,8 +534,8 @@ static int audit_named(struct audit *a)
 		if (dl_node_dsize(nd) != sizeof rec || (nd->n_flags & DL_N_BIG))
 			return fail(a, "named DB record of %zu bytes", dl_node_dsize(nd));
 		memcpy(&rec, dl_node_data(nd), sizeof rec);
-		memcpy(name, dl_node_key(nd), nd->n_ksize);
-		name[nd->n_ksize] = 0;
+		memcpy(name, k.mv_data, k.mv_size);	/* whole, also from a PREFIX page */
+		name[k.mv_size] = 0;
 		if (rec.d_flags & DL_DB_EXTFLAGS)
 			a->extdbs++;
 		/* a write txn may hold a newer copy of the record */
@@ -516,7 +544,7 @@ static int audit_named(struct audit *a)
 		a->dcmp = dup_order(rec.d_flags);
 		for (unsigned i = DL_CORE_DBS; i < txn->t_numdbs; i++) {
 			dl_dbx *x = &env->e_dbx[i];
-			if (!x->x_used || x->x_namelen != nd->n_ksize ||
+			if (!x->x_used || x->x_namelen != k.mv_size ||
 			    memcmp(x->x_name, name, x->x_namelen))
 				continue;
 			if ((txn->t_dbstate[i] & (DL_DBS_VALID | DL_DBS_STALE)) == DL_DBS_VALID)

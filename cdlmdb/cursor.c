@@ -52,6 +52,7 @@ void dlmdb_cursor_save(MDB_cursor *mc)
 		mc->c_flags |= DL_C_PAST;
 	}
 	MDB_val k;
+	unsigned char kb[DL_MAXKEY];
 	/* a damaged page (this cursor may stand on one no write has checked
 	 * yet) must not overrun c_saved: such a cursor cannot be re-seeked,
 	 * and the txn fails as for any corrupt page it meets */
@@ -60,7 +61,7 @@ void dlmdb_cursor_save(MDB_cursor *mc)
 		mc->c_txn->t_flags |= DL_T_ERROR;
 		return;
 	}
-	dlmdb_node_keyval(p, i, &k);
+	dlmdb_node_keyval(p, i, &k, kb);
 	if (k.mv_size > DL_MAXKEY) {
 		mc->c_flags = 0;
 		mc->c_txn->t_flags |= DL_T_ERROR;
@@ -88,7 +89,8 @@ void dlmdb_cursor_save(MDB_cursor *mc)
 
 /* Key i of leaf p: a node checked to lie inside the page, or a LEAF2 key
  * (the page's checks bounded those); 0 if the node is outside. */
-static inline int leaf_key(const MDB_cursor *mc, const dl_page *p, unsigned i, MDB_val *k)
+static inline int leaf_key(const MDB_cursor *mc, const dl_page *p, unsigned i, MDB_val *k,
+	unsigned char *buf)
 {
 	if (dl_pg_is_leaf2(p)) {
 		k->mv_size = p->p_pad;
@@ -97,9 +99,7 @@ static inline int leaf_key(const MDB_cursor *mc, const dl_page *p, unsigned i, M
 	}
 	if (!dl_node_in_page(p, i, mc->c_bound))
 		return 0;
-	const dl_node *n = dl_pg_node(p, i);
-	k->mv_size = n->n_ksize;
-	k->mv_data = dl_node_key(n);
+	dl_leaf_key(p, dl_pg_node(p, i), k, buf);
 	return 1;
 }
 
@@ -112,9 +112,10 @@ static inline __attribute__((always_inline)) int leaves_straddle(const MDB_curso
 	MDB_cmp_func *cmp = mc->c_dbx->x_cmp;
 	unsigned n = dl_pg_nkeys(below);
 	MDB_val k;
-	if (n && (!leaf_key(mc, below, n - 1, &k) || cmp(&k, sep) >= 0))
+	unsigned char kb[DL_MAXKEY];
+	if (n && (!leaf_key(mc, below, n - 1, &k, kb) || cmp(&k, sep) >= 0))
 		return 0;
-	if (dl_pg_nkeys(above) && (!leaf_key(mc, above, 0, &k) || cmp(&k, sep) < 0))
+	if (dl_pg_nkeys(above) && (!leaf_key(mc, above, 0, &k, kb) || cmp(&k, sep) < 0))
 		return 0;
 	return 1;
 }
@@ -260,7 +261,7 @@ int dlmdb_cur_fetch(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 		if (data && !mc->c_owner)
 			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 		if (key)
-			dlmdb_node_keyval(p, i, key);
+			dlmdb_node_keyval(p, i, key, mc->c_kbuf);
 		return 0;
 	}
 	/* the node, its key and its value (or a big value's page number)
@@ -276,7 +277,12 @@ int dlmdb_cur_fetch(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 	if (DL_UNLIKELY(off + DL_NODEHDR + n->n_ksize + (big ? sizeof(pgno_t) : dsize) > bound ||
 	    n->n_ksize > DL_MAXKEY))
 		return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
-	if (key) {
+	if (dl_pg_prefix(p)) {
+		if (DL_UNLIKELY(!dl_pfx_node_ok(p, n, bound)))
+			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
+		if (key)
+			dl_leaf_key(p, n, key, mc->c_kbuf);
+	} else if (key) {
 		key->mv_size = n->n_ksize;
 		key->mv_data = dl_node_key(n);
 	}
@@ -388,12 +394,13 @@ static int seek_fast_miss(MDB_cursor *mc, const MDB_val *key)
 	if (!dl_node_in_page(p, 0, mc->c_bound) || !dl_node_in_page(p, n - 1, mc->c_bound))
 		return 0;
 	MDB_val edge;
-	dlmdb_node_keyval(p, 0, &edge);
+	unsigned char eb[DL_MAXKEY];
+	dlmdb_node_keyval(p, 0, &edge, eb);
 	int c = mc->c_dbx->x_cmp(key, &edge);
 	if (c <= 0)
 		return c < 0 && mc->c_top == 0;
 	if (n > 1) {
-		dlmdb_node_keyval(p, n - 1, &edge);
+		dlmdb_node_keyval(p, n - 1, &edge, eb);
 		if (mc->c_dbx->x_cmp(key, &edge) <= 0)
 			return 0;
 	}

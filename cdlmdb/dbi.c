@@ -263,6 +263,9 @@ int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *db
 			 * empty main DB can take one */
 			if ((f2 & ~m->d_flags & DL_DB_EXTFLAGS) && m->d_root != DL_NO_PAGE)
 				return MDB_INCOMPATIBLE;
+			if (((m->d_flags | f2) & (MDB_PREFIX_COMPRESSION | MDB_DUPSORT)) ==
+			    (MDB_PREFIX_COMPRESSION | MDB_DUPSORT))
+				return MDB_INCOMPATIBLE;	/* compressed duplicates: not yet */
 			m->d_flags = (uint16_t)(m->d_flags | f2);
 			txn->t_flags |= DL_T_DIRTY;
 		}
@@ -316,6 +319,10 @@ int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *db
 			goto out;
 		if (txn->t_flags & DL_T_RDONLY) {
 			rc = EACCES;
+			goto out;
+		}
+		if ((flags & MDB_PREFIX_COMPRESSION) && (flags & MDB_DUPSORT)) {
+			rc = MDB_INCOMPATIBLE;	/* compressed duplicates: not yet */
 			goto out;
 		}
 		memset(&rec, 0, sizeof rec);

@@ -127,14 +127,18 @@ static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
 		return 0;
 	unsigned from = fromleft ? sn - 1 : 0;
 	dl_node *nd = fixed ? NULL : dl_pg_node(sib, from);
-	size_t len = fixed ? p->p_pad : dl_node_bytes(sib, nd) - sizeof(indx_t);
+	/* a node moving into a PREFIX page is encoded against its anchor */
+	int pfx = !fixed && dl_pg_prefix(p);
+	size_t len = fixed ? p->p_pad : pfx ? dlmdb_pfx_moved_len(sib, nd, p) :
+		dl_node_bytes(sib, nd) - sizeof(indx_t);
 	if (dl_pg_room(p) < (fixed ? len : dl_even(len) + sizeof(indx_t)))
 		return 0;
 	unsigned sepidx = fromleft ? pi : si;
 	/* the new first key of the page that gets one */
 	unsigned char keybuf[DL_MAXKEY + 1];
 	MDB_val sep;
-	dlmdb_node_keyval(sib, fromleft ? from : 1, &sep);
+	unsigned char sb[DL_MAXKEY];
+	dlmdb_node_keyval(sib, fromleft ? from : 1, &sep, sb);
 	if (sep.mv_size > DL_MAXKEY)	/* damaged node (validation bounds it by the page only) */
 		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 	memcpy(keybuf, sep.mv_data, sep.mv_size);
@@ -154,8 +158,9 @@ static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
 	if (fromleft && sn >= 2 && !fixed) {
 		/* cursors past the end of the left page stay past its end */
 		MDB_val moved, newlast;
-		dlmdb_node_keyval(sib, from, &moved);
-		dlmdb_node_keyval(sib, from - 1, &newlast);
+		unsigned char mb[DL_MAXKEY], nb[DL_MAXKEY];
+		dlmdb_node_keyval(sib, from, &moved, mb);
+		dlmdb_node_keyval(sib, from - 1, &newlast, nb);
 		dlmdb_retarget_past(mc, &moved, &newlast, DL_C_PAST);
 	}
 	unsigned cb = dl_pg_cntbytes(parent);
@@ -172,6 +177,8 @@ static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
 	}
 	if (fixed)
 		dlmdb_pg_add_leaf2(p, fromleft ? 0 : dl_pg_nkeys(p), dl_pg_leaf2_key(sib, from));
+	else if (pfx)
+		dlmdb_pfx_add_from(p, fromleft ? 0 : dl_pg_nkeys(p), sib, nd);
 	else
 		dlmdb_pg_add_raw(p, fromleft ? 0 : dl_pg_nkeys(p), nd, len);
 	dlmdb_pg_del_node(sib, from);
@@ -212,6 +219,29 @@ static void mark_on_gone_item(MDB_cursor *mc)
 				c->c_flags |= DL_C_DEL;
 		}
 	}
+}
+
+/* The items of PREFIX leaves left and right as one page, their best
+ * layout (prefix.c; either page's anchor is a candidate) and its bytes. */
+static int merge_items(MDB_txn *txn, const dl_page *left, const dl_page *right,
+	dl_pfx_item **items, dl_pfx_cand *best, size_t *cost)
+{
+	unsigned ln = dl_pg_nkeys(left), rn = dl_pg_nkeys(right);
+	dl_pfx_item *it = dlmdb_pfx_items(txn, ln + rn);
+	int rc;
+	if (!it)
+		return ENOMEM;
+	dlmdb_pfx_arena_reset(txn);
+	if ((rc = dlmdb_pfx_gather(txn, left, 0, ln, it)) ||
+	    (rc = dlmdb_pfx_gather(txn, right, 0, rn, it + ln)))
+		return rc;
+	dl_pfx_cand c[2] = {
+		{left->p_pad ? dl_pg_anchor(left) : NULL, dl_pg_anchor_len(left)},
+		{right->p_pad ? dl_pg_anchor(right) : NULL, dl_pg_anchor_len(right)},
+	};
+	*cost = dlmdb_pfx_best(it, ln + rn, c, 2, best);
+	*items = it;
+	return 0;
 }
 
 static int rebalance(MDB_cursor *mc)
@@ -290,8 +320,17 @@ static int rebalance(MDB_cursor *mc)
 		int fixed = dl_pg_is_leaf2(left);
 		if (fixed != dl_pg_is_leaf2(right) || (fixed && left->p_pad != right->p_pad))
 			return MDB_CORRUPTED;
+		int pfx = !fixed && !branch && dl_pg_prefix(left);
+		if (pfx != (!fixed && !branch && dl_pg_prefix(right)))
+			return MDB_CORRUPTED;
+		dl_pfx_item *items = NULL;
+		dl_pfx_cand best;
 		if (fixed) {
 			need = (size_t)(dl_pg_nkeys(left) + dl_pg_nkeys(right)) * left->p_pad;
+		} else if (pfx) {
+			/* both pages as one, laid out anew */
+			if ((rc = merge_items(txn, left, right, &items, &best, &need)))
+				return rc;
 		} else {
 			for (unsigned j = 0; j < dl_pg_nkeys(left); j++)
 				need += dl_node_bytes(left, dl_pg_node(left, j));
@@ -327,13 +366,26 @@ static int rebalance(MDB_cursor *mc)
 			/* as LMDB's index arithmetic: a cursor past the end of the
 			 * left page now stands on the right page's first item */
 			MDB_val llast, rfirst;
-			dlmdb_node_keyval(left, base - 1, &llast);
-			dlmdb_node_keyval(right, 0, &rfirst);
+			unsigned char lb[DL_MAXKEY], rb[DL_MAXKEY];
+			dlmdb_node_keyval(left, base - 1, &llast, lb);
+			dlmdb_node_keyval(right, 0, &rfirst, rb);
 			dlmdb_retarget_past(mc, &llast, &rfirst, 0);
 		}
 		for (unsigned j = 0; j < rn && fixed; j++)
 			dlmdb_pg_add_leaf2(left, base + j, dl_pg_leaf2_key(right, j));
-		for (unsigned j = 0; j < rn && !fixed; j++) {
+		if (pfx) {
+			/* from a snapshot of left: the build overwrites it */
+			char *snap = dlmdb_txn_scratch(txn, 0);
+			if (!snap)
+				return ENOMEM;
+			memcpy(snap, left, psize);
+			if ((rc = merge_items(txn, (dl_page *)snap, right, &items, &best, &need)))
+				return rc;
+			if (need > cap)
+				return DL_TXN_FAIL(txn, MDB_PROBLEM);
+			dlmdb_pfx_build(left, (unsigned)psize, items, base + rn, &best);
+		}
+		for (unsigned j = 0; j < rn && !fixed && !pfx; j++) {
 			dl_node *nd = dl_pg_node(right, j);
 			if (branch && j == 0)
 				dlmdb_pg_add_branch(left, base, &sep, dl_node_child(nd), dl_node_counts(nd));
@@ -451,7 +503,8 @@ static int move_past(MDB_cursor *mc, const MDB_val *top, MDB_cursor **past, unsi
 	int rc = dlmdb_cursor_seek(&tmp, &k, NULL, MDB_SET_RANGE);
 	if (rc == 0) {
 		MDB_val at;
-		dlmdb_node_keyval(tmp.c_pg[tmp.c_top], tmp.c_ki[tmp.c_top], &at);
+		unsigned char ab[DL_MAXKEY];
+		dlmdb_node_keyval(tmp.c_pg[tmp.c_top], tmp.c_ki[tmp.c_top], &at, ab);
 		if (mc->c_dbx->x_cmp(&at, top) == 0)
 			rc = dlmdb_cur_next(&tmp, NULL, NULL, MDB_NEXT);
 	}
@@ -491,7 +544,8 @@ static int del_current(MDB_cursor *mc, int allow_tree, int reposition)
 	if (ki >= dl_pg_nkeys(leaf))
 		return MDB_NOTFOUND;
 	MDB_val curkey;
-	dlmdb_node_keyval(leaf, ki, &curkey);
+	unsigned char cb_[DL_MAXKEY];
+	dlmdb_node_keyval(leaf, ki, &curkey, cb_);
 	if (curkey.mv_size > DL_MAXKEY)
 		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 	if (!dl_pg_is_leaf2(leaf) && (dl_pg_node(leaf, ki)->n_flags & DL_N_TREE) && !allow_tree)
@@ -505,12 +559,13 @@ static int del_current(MDB_cursor *mc, int allow_tree, int reposition)
 	MDB_val top = {0, topbuf};
 	if (!mc->c_owner && !(mc->c_db->d_flags & MDB_DUPSORT) && !dl_pg_is_leaf2(leaf)) {
 		MDB_val lo, hi;
+		unsigned char lob[DL_MAXKEY], hib[DL_MAXKEY];
 		/* the leaf is checked as a whole only when it is copied, below */
 		if (!dl_node_in_page(leaf, 0, mc->c_bound) ||
 		    !dl_node_in_page(leaf, dl_pg_nkeys(leaf) - 1, mc->c_bound))
 			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
-		dlmdb_node_keyval(leaf, 0, &lo);
-		dlmdb_node_keyval(leaf, dl_pg_nkeys(leaf) - 1, &hi);
+		dlmdb_node_keyval(leaf, 0, &lo, lob);
+		dlmdb_node_keyval(leaf, dl_pg_nkeys(leaf) - 1, &hi, hib);
 		if (hi.mv_size > DL_MAXKEY || lo.mv_size > DL_MAXKEY)
 			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 		top.mv_size = hi.mv_size;

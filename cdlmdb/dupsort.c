@@ -146,7 +146,12 @@ static inline __attribute__((always_inline)) int item_key(MDB_cursor *c, MDB_val
 	size_t after = (n->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(n);
 	if (DL_UNLIKELY(off + DL_NODEHDR + n->n_ksize + after > lim || n->n_ksize > DL_MAXKEY))
 		return DL_TXN_FAIL(c->c_txn, MDB_CORRUPTED);
-	if (key) {
+	if (dl_pg_prefix(p)) {
+		if (DL_UNLIKELY(!dl_pfx_node_ok(p, n, lim)))
+			return DL_TXN_FAIL(c->c_txn, MDB_CORRUPTED);
+		if (key)
+			dl_leaf_key(p, n, key, c->c_kbuf);
+	} else if (key) {
 		key->mv_size = n->n_ksize;
 		key->mv_data = dl_node_key(n);
 	}
@@ -675,7 +680,7 @@ static int gather(MDB_cursor *mc, MDB_val *vals, unsigned *m, unsigned cap)
 	for (unsigned i = 0; i < n; i++) {
 		if (!dl_pg_is_leaf2(sp) && !dl_node_in_page(sp, i, mc->c_sub->x_c.c_bound))
 			return MDB_CORRUPTED;
-		dlmdb_node_keyval(sp, i, &vals[i]);
+		dlmdb_node_keyval(sp, i, &vals[i], NULL);	/* PREFIX sub-pages: TODO */
 	}
 	*m = n;
 	return 0;
@@ -1201,7 +1206,7 @@ static int maybe_demote(MDB_cursor *mc, MDB_val *k)
 	if (!vals || !buf || m > vcap)
 		return 0;	/* the delete is done; the move is optional */
 	for (unsigned i = 0; i < m; i++)
-		dlmdb_node_keyval(lp, i, &vals[i]);
+		dlmdb_node_keyval(lp, i, &vals[i], NULL);	/* PREFIX sub-tree leaves: TODO */
 	size_t sz = nsz - DL_NODEHDR - k->mv_size;
 	/* the image must exist before the leaf (maybe our dirty copy) goes */
 	subpage_build(buf, vals, m, sz, fixed);

@@ -426,7 +426,7 @@ int dlmdb_freelist_save(MDB_txn *txn)
 			rc = dlmdb_search_root(&mc, NULL, DL_SEARCH_FIRST);
 			if (rc)
 				break;
-			dlmdb_node_keyval(mc.c_pg[mc.c_top], 0, &k);
+			dlmdb_node_keyval(mc.c_pg[mc.c_top], 0, &k, NULL);	/* never PREFIX */
 			txnid_t id;
 			if (k.mv_size != sizeof id) {
 				rc = MDB_CORRUPTED;

@@ -53,7 +53,8 @@ typedef uint16_t indx_t;
 #define DL_MAIN_DBI 1
 #define DL_CORE_DBS 2
 #define DL_MAX_DEPTH 32
-#define DL_NSCRATCH 4	/* MDB_txn.t_scratch */
+#define DL_NSCRATCH 5	/* MDB_txn.t_scratch */
+#define DL_SCRATCH_PFXBLOB 4	/* an insert's node encoded for a PREFIX page */
 #define DL_DEFAULT_MAPSIZE 1048576u
 #define DL_DEFAULT_READERS 126u
 #define DL_FILL_MIN(psize) ((psize) / 4u) /* merge pages below 25% use */
@@ -81,9 +82,9 @@ typedef uint16_t indx_t;
 /* flags a database record may carry on disk */
 #define DL_DB_PERSIST 0x7fffu
 #define DL_DB_USERFLAGS (MDB_REVERSEKEY | MDB_DUPSORT | MDB_INTEGERKEY | \
-	MDB_DUPFIXED | MDB_INTEGERDUP | MDB_REVERSEDUP | MDB_COUNTED)
+	MDB_DUPFIXED | MDB_INTEGERDUP | MDB_REVERSEDUP | MDB_COUNTED | MDB_PREFIX_COMPRESSION)
 /* flags whose DBs use extended encodings stock LMDB must not read (FORMAT.md) */
-#define DL_DB_EXTFLAGS (MDB_COUNTED)
+#define DL_DB_EXTFLAGS (MDB_COUNTED | MDB_PREFIX_COMPRESSION)
 /* meta version written while the main DB uses an extension */
 #define DL_DATA_VERSION_EXT 0x444c4301u	/* "DLC" 1 */
 
@@ -325,9 +326,15 @@ struct MDB_txn {
 	uint64_t t_fl_gen;	/* changes to the free lists (save fixpoint) */
 	/* page-sized work buffers, made on first use: 0 split (page snapshot,
 	 * LEAF2 keys), 1 node blob of an insert, 2 aligned copy of a sub-page
-	 * (DUPSORT reads), 3 rebuilt sub-page (DUPSORT writes) */
+	 * (DUPSORT reads), 3 rebuilt sub-page (DUPSORT writes), 4 encoded
+	 * insert blob (PREFIX pages) */
 	char *t_scratch[DL_NSCRATCH];
 	MDB_val *t_vals;	/* value list for rebuilding a sub-page (DUPSORT) */
+	/* prefix.c: decoded keys and item lists of pages being rebuilt */
+	struct dl_pfxblk *t_pfxblks;
+	size_t t_pfxcap, t_pfxused;
+	struct dl_pfx_item *t_pfxitems;
+	unsigned t_pfxicap;
 	struct dl_curbak *t_curbak;	/* child txn: enclosing txns' cursor states at begin */
 	size_t t_ncurbak;
 };
@@ -358,6 +365,9 @@ struct MDB_cursor {
 	indx_t c_ki[DL_MAX_DEPTH];
 	size_t c_savedlen;
 	unsigned char c_saved[DL_MAXKEY + 1];
+	/* keys (sub-cursor: values) of prefix-compressed pages handed out by
+	 * this cursor are decoded here (FORMAT.md, "Views") */
+	unsigned char c_kbuf[DL_MAXKEY + 1];
 	/* counted DBs (counted.c): c_rank0[l] is the rank of the first entry
 	 * under c_pg[l]; valid only while c_rkleaf == c_pg[c_top], c_rkgen ==
 	 * t_gen and c_rkdepth == c_depth (cleared by cursor setup/renew) */
@@ -541,6 +551,13 @@ static inline void dl_node_set_keycount(dl_node *n, uint64_t c)
 {
 	memcpy((char *)n + DL_NODEHDR + n->n_ksize + 8, &c, sizeof c);
 }
+/** Page flags of a new leaf page (fixed: a LEAF2 page) of a tree with record db. */
+static inline unsigned dl_db_leaf_flags(const dl_dbrec *db, int fixed)
+{
+	if (fixed)
+		return DL_P_LEAF | DL_P_LEAF2;
+	return DL_P_LEAF | ((db->d_flags & MDB_PREFIX_COMPRESSION) ? DL_P_PREFIX : 0);
+}
 /** Page flags of a new branch page of a tree with record db. */
 static inline unsigned dl_db_branch_flags(const dl_dbrec *db)
 {
@@ -580,6 +597,66 @@ static inline uint64_t dl_leaf_items(const dl_node *n, int dupsort)
 	return dl_value_items(n->n_flags, dl_node_data(n), dupsort);
 }
 
+/* ---- prefix-compressed leaves (FORMAT.md, "Prefix-compressed leaves") ----
+ * A DL_P_PREFIX page keeps an anchor record at offset p_pad (0: none): a
+ * uint16 length L, then L bytes.  A leaf node's flags word is kind | shared
+ * << 7; its key is anchor[0, shared) + the n_ksize stored bytes. */
+static inline int dl_pg_prefix(const dl_page *p) { return (p->p_flags & DL_P_PREFIX) != 0; }
+static inline unsigned dl_node_kind(const dl_node *n) { return n->n_flags & DL_N_KIND; }
+static inline unsigned dl_node_shared(const dl_node *n) { return n->n_flags >> DL_N_SHARED_SHIFT; }
+static inline unsigned dl_pg_anchor_len(const dl_page *p)
+{
+	uint16_t l = 0;
+	if (p->p_pad)
+		memcpy(&l, (const char *)p + p->p_pad, sizeof l);
+	return l;
+}
+static inline const unsigned char *dl_pg_anchor(const dl_page *p)
+{
+	return (const unsigned char *)p + p->p_pad + sizeof(uint16_t);
+}
+/** Bytes the anchor record takes (0 without one). */
+static inline unsigned dl_pg_anchor_bytes(const dl_page *p)
+{
+	return p->p_pad ? (unsigned)dl_even(sizeof(uint16_t) + dl_pg_anchor_len(p)) : 0u;
+}
+/** Is the anchor record of PREFIX page p inside [p_upper, bound)? */
+static inline int dl_pg_anchor_ok(const dl_page *p, unsigned bound)
+{
+	unsigned a = p->p_pad;
+	return !a || (a >= p->p_upper && a + sizeof(uint16_t) <= bound &&
+		a + sizeof(uint16_t) + dl_pg_anchor_len(p) <= bound);
+}
+/** Full length of the key of leaf node n of page p. */
+static inline size_t dl_leaf_klen(const dl_page *p, const dl_node *n)
+{
+	return n->n_ksize + (dl_pg_prefix(p) ? dl_node_shared(n) : 0u);
+}
+/** Key of leaf node n of page p: in place, or decoded into buf (DL_MAXKEY
+ *  bytes) when it shares anchor bytes.  n must have passed dl_node_in_page
+ *  (or the page a validation walk). */
+static inline void dl_leaf_key(const dl_page *p, const dl_node *n, MDB_val *k, unsigned char *buf)
+{
+	unsigned s = dl_pg_prefix(p) ? dl_node_shared(n) : 0u;
+	if (!s) {
+		k->mv_size = n->n_ksize;
+		k->mv_data = dl_node_key(n);
+		return;
+	}
+	memcpy(buf, dl_pg_anchor(p), s);
+	memcpy(buf + s, dl_node_key(n), n->n_ksize);
+	k->mv_size = s + n->n_ksize;
+	k->mv_data = buf;
+}
+/** The shared length and key size of a node of a PREFIX page are sane. */
+static inline int dl_pfx_node_ok(const dl_page *p, const dl_node *n, unsigned bound)
+{
+	unsigned s = dl_node_shared(n), k = s + n->n_ksize;
+	if (k == 0 || k > DL_MAXKEY || (n->n_flags & ~(DL_N_KIND | (0x1ffu << DL_N_SHARED_SHIFT))))
+		return 0;
+	return !s || (dl_pg_anchor_ok(p, bound) && s <= dl_pg_anchor_len(p));
+}
+
 /** Cheap sanity check of node i before it is dereferenced (damaged files). */
 static inline int dl_node_in_page(const dl_page *p, unsigned i, unsigned psize)
 {
@@ -588,7 +665,22 @@ static inline int dl_node_in_page(const dl_page *p, unsigned i, unsigned psize)
 	if (off < p->p_upper || off + DL_NODEHDR > psize)
 		return 0;
 	const dl_node *n = (const dl_node *)((const char *)p + off);
+	if (DL_UNLIKELY(dl_pg_prefix(p)) && !dl_pfx_node_ok(p, n, psize))
+		return 0;
 	return off + DL_NODEHDR + n->n_ksize + (dl_pg_is_branch(p) ? dl_pg_cntbytes(p) : 0) <= psize;
+}
+
+/*
+ * Largest leaf node a tree with record db keeps inline.  A PREFIX page's
+ * anchor record (up to 514 bytes) leaves less room to split in: a new node
+ * and the smaller half of a page under the old anchor fit one page when the
+ * node is at most (psize - 16)/2 - 257 bytes with its slot, so compressed
+ * trees move values to overflow pages 258 bytes sooner (prefix.c).
+ */
+#define DL_PFX_NODE_SLACK 258u
+static inline size_t dl_db_nodemax(const MDB_env *env, const dl_dbrec *db)
+{
+	return env->e_nodemax - ((db->d_flags & MDB_PREFIX_COMPRESSION) ? DL_PFX_NODE_SLACK : 0);
 }
 
 /** Bytes a leaf node occupies in a page, including its slot. */
@@ -778,6 +870,58 @@ static inline const void *dl_node_counts(const dl_node *n)
 	return (const char *)n + DL_NODEHDR + n->n_ksize;
 }
 DL_HIDDEN void dlmdb_pg_add_raw(dl_page *p, unsigned i, const void *node, size_t len);
+/* open slot i for a node of nbytes (even) and return the node */
+DL_HIDDEN dl_node *dlmdb_pg_make_room(dl_page *p, unsigned i, size_t nbytes);
+
+/* ---- prefix.c ---- */
+/** Page-sized work buffer i of txn (made on first use; NULL when out of memory). */
+static inline char *dlmdb_txn_scratch(MDB_txn *txn, int i)
+{
+	if (!txn->t_scratch[i])
+		txn->t_scratch[i] = malloc(txn->t_env->e_psize);
+	return txn->t_scratch[i];
+}
+/** One item of a page being built: its whole key and its node's rest. */
+typedef struct dl_pfx_item {
+	const unsigned char *key;
+	unsigned klen;
+	unsigned kind;		/* DL_N_* kind bits */
+	size_t dsize;		/* the node's data-size field */
+	const void *data;	/* the stored bytes after the key (a pgno for BIG) */
+	size_t dlen;
+} dl_pfx_item;
+/** A candidate anchor. */
+typedef struct dl_pfx_cand {
+	const unsigned char *a;
+	unsigned len;
+} dl_pfx_cand;
+struct dl_pfxblk {
+	struct dl_pfxblk *b_next;
+	unsigned char b_data[];
+};
+/* anchor of the empty PREFIX page p := key (at the top of its node area) */
+DL_HIDDEN void dlmdb_pfx_set_anchor(dl_page *p, const void *key, size_t len);
+/* leaf node blob (whole key, kind-only flags) encoded against p's anchor into
+ * out; returns its new length */
+DL_HIDDEN size_t dlmdb_pfx_encode(const dl_page *p, const void *blob, size_t len, void *out);
+/* bytes (without slot) leaf node n of page from takes once moved to page to */
+DL_HIDDEN size_t dlmdb_pfx_moved_len(const dl_page *from, const dl_node *n, const dl_page *to);
+/* add leaf node n of page from at slot i of page to, re-encoded for to */
+DL_HIDDEN void dlmdb_pfx_add_from(dl_page *to, unsigned i, const dl_page *from, const dl_node *n);
+/* items of nodes [from, to) of leaf p; decoded keys live in the txn arena */
+DL_HIDDEN int dlmdb_pfx_gather(MDB_txn *txn, const dl_page *p, unsigned from, unsigned to,
+	dl_pfx_item *out);
+/* smallest layout of items among no anchor, cands and the middle key: its
+ * bytes (nodes, slots, anchor record); *best gets the (trimmed) anchor */
+DL_HIDDEN size_t dlmdb_pfx_best(const dl_pfx_item *it, unsigned n, const dl_pfx_cand *cands,
+	unsigned ncand, dl_pfx_cand *best);
+/* lay items out on p (pgno and flags kept) under anchor, node area ending at end */
+DL_HIDDEN void dlmdb_pfx_build(dl_page *p, unsigned end, const dl_pfx_item *it, unsigned n,
+	const dl_pfx_cand *anchor);
+DL_HIDDEN unsigned char *dlmdb_pfx_arena(MDB_txn *txn, size_t n);
+DL_HIDDEN void dlmdb_pfx_arena_reset(MDB_txn *txn);
+DL_HIDDEN void dlmdb_pfx_arena_free(MDB_txn *txn);
+DL_HIDDEN dl_pfx_item *dlmdb_pfx_items(MDB_txn *txn, unsigned n);
 DL_HIDDEN void dlmdb_pg_add_leaf2(dl_page *p, unsigned i, const void *key);
 DL_HIDDEN unsigned dlmdb_pg_used(const dl_page *p);
 /* np is a fresh copy of committed page p (validated): if p has a node at
@@ -847,7 +991,9 @@ DL_HIDDEN void dlmdb_trust_reset(MDB_env *env);
 /* search.c */
 DL_HIDDEN int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where);
 DL_HIDDEN unsigned dlmdb_node_find(MDB_cursor *mc, const dl_page *p, const MDB_val *key, int *exact);
-DL_HIDDEN void dlmdb_node_keyval(const dl_page *p, unsigned i, MDB_val *key);
+/* key of node i (LEAF2: slot i); a key of a PREFIX page that shares anchor
+ * bytes is decoded into buf (DL_MAXKEY bytes) */
+DL_HIDDEN void dlmdb_node_keyval(const dl_page *p, unsigned i, MDB_val *key, unsigned char *buf);
 DL_HIDDEN int dlmdb_node_value(MDB_txn *txn, const dl_node *n, MDB_val *data);
 /* leaf's first key >= lo and last key < hi under mc's order (either NULL),
  * else MDB_CORRUPTED: separators and leaves of a damaged file disagree */

@@ -23,7 +23,7 @@ void dlmdb_pg_init(dl_page *p, pgno_t pg, unsigned flags, unsigned psize)
 }
 
 /* Open a slot at index i for a node of nbytes (even); returns the node. */
-static dl_node *make_room(dl_page *p, unsigned i, size_t nbytes)
+dl_node *dlmdb_pg_make_room(dl_page *p, unsigned i, size_t nbytes)
 {
 	unsigned n = dl_pg_nkeys(p);
 	indx_t *s = dl_pg_slots(p);
@@ -41,7 +41,7 @@ dl_node *dlmdb_pg_add_leaf(dl_page *p, unsigned i, const MDB_val *key, size_t ds
 {
 	size_t ks = key ? key->mv_size : 0;
 	size_t inl = (nflags & DL_N_BIG) ? sizeof(pgno_t) : dsize;
-	dl_node *nd = make_room(p, i, dl_even(DL_NODEHDR + ks + inl));
+	dl_node *nd = dlmdb_pg_make_room(p, i, dl_even(DL_NODEHDR + ks + inl));
 	dl_node_set_dsize(nd, dsize);
 	nd->n_flags = (uint16_t)nflags;
 	nd->n_ksize = (uint16_t)ks;
@@ -58,7 +58,7 @@ void dlmdb_pg_add_branch(dl_page *p, unsigned i, const MDB_val *key, pgno_t chil
 	const void *counts)
 {
 	size_t ks = key ? key->mv_size : 0, cb = dl_pg_cntbytes(p);
-	dl_node *nd = make_room(p, i, dl_even(DL_NODEHDR + ks + cb));
+	dl_node *nd = dlmdb_pg_make_room(p, i, dl_even(DL_NODEHDR + ks + cb));
 	dl_node_set_child(nd, child);
 	nd->n_ksize = (uint16_t)ks;
 	if (ks)
@@ -73,7 +73,7 @@ void dlmdb_pg_add_branch(dl_page *p, unsigned i, const MDB_val *key, pgno_t chil
 
 void dlmdb_pg_add_raw(dl_page *p, unsigned i, const void *node, size_t len)
 {
-	dl_node *nd = make_room(p, i, dl_even(len));
+	dl_node *nd = dlmdb_pg_make_room(p, i, dl_even(len));
 	memcpy(nd, node, len);
 }
 
@@ -131,7 +131,7 @@ static int odd_leaf2_subpage(const dl_node *nd)
 {
 	size_t ds = dl_node_dsize(nd);
 	uint16_t spflags;
-	if (nd->n_flags != DL_N_DUP || !(ds & 1) || ds < DL_PAGEHDR)
+	if (dl_node_kind(nd) != DL_N_DUP || !(ds & 1) || ds < DL_PAGEHDR)
 		return 0;
 	memcpy(&spflags, (const char *)dl_node_data(nd) + offsetof(dl_page, p_flags), sizeof spflags);
 	return (spflags & DL_P_LEAF2) != 0;
@@ -278,6 +278,8 @@ int dlmdb_page_validate_walk(MDB_env *env, const dl_page *p)
 	if (p->p_lower < DL_PAGEHDR || p->p_lower > p->p_upper || p->p_upper > psize || (p->p_lower & 1))
 		return MDB_CORRUPTED;
 	unsigned n = dl_pg_nkeys(p);
+	if ((p->p_flags & DL_P_PREFIX) && (p->p_flags & (DL_P_LEAF2 | DL_P_BRANCH)))
+		return MDB_CORRUPTED;
 	if (dl_pg_is_leaf2(p)) {
 		if (!p->p_pad || p->p_pad > DL_MAXKEY || DL_PAGEHDR + (size_t)n * p->p_pad > psize)
 			return MDB_CORRUPTED;
@@ -295,6 +297,15 @@ int dlmdb_page_validate_walk(MDB_env *env, const dl_page *p)
 	const indx_t *slots = (const indx_t *)((const char *)p + DL_PAGEHDR);
 	unsigned upper = p->p_upper, odd = upper;
 	size_t total = 0;
+	/* a PREFIX page: a leaf, its anchor record inside the node area and
+	 * counted with the nodes, and never an odd layout (only we write
+	 * such pages, always even) */
+	int pfx = dl_pg_prefix(p);
+	if (pfx) {
+		if (!dl_pg_is_leaf(p) || !dl_pg_anchor_ok(p, psize) || (p->p_pad & 1))
+			return MDB_CORRUPTED;
+		total = dl_pg_anchor_bytes(p);
+	}
 	if (dl_pg_is_leaf(p)) {
 		for (unsigned i = 0; i < n; i++) {
 			unsigned off = slots[i];
@@ -309,7 +320,9 @@ int dlmdb_page_validate_walk(MDB_env *env, const dl_page *p)
 				return MDB_CORRUPTED;
 			total += sz;
 			/* an odd offset, or an inline sub-page of an odd size */
-			odd |= off | (nd->n_flags == DL_N_DUP ? (unsigned)dl_node_dsize(nd) : 0u);
+			odd |= off | (dl_node_kind(nd) == DL_N_DUP ? (unsigned)dl_node_dsize(nd) : 0u);
+			if (pfx && !dl_pfx_node_ok(p, nd, psize))
+				return MDB_CORRUPTED;
 		}
 	} else {
 		unsigned cb = DL_NODEHDR + dl_pg_cntbytes(p);
@@ -327,7 +340,7 @@ int dlmdb_page_validate_walk(MDB_env *env, const dl_page *p)
 			odd |= off;
 		}
 	}
-	if (total > psize - p->p_upper)
+	if (total > psize - p->p_upper || (pfx && (odd & 1)))
 		return MDB_CORRUPTED;
 	/* a page with an odd offset (or an odd-sized sub-page) is not
 	 * trusted: dlmdb_page_touch then finds it untrusted and lays its copy

@@ -117,7 +117,8 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		if (mc->c_ki[mc->c_top] >= dl_pg_nkeys(p))
 			return MDB_NOTFOUND;
 		MDB_val ck;
-		dlmdb_node_keyval(p, mc->c_ki[mc->c_top], &ck);
+		unsigned char ckb[DL_MAXKEY];
+		dlmdb_node_keyval(p, mc->c_ki[mc->c_top], &ck, ckb);
 		memcpy(keybuf, ck.mv_data, ck.mv_size);
 		k.mv_data = keybuf;
 		k.mv_size = ck.mv_size;
@@ -131,7 +132,8 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		} else {
 			dl_page *p = mc->c_pg[mc->c_top];
 			MDB_val last;
-			dlmdb_node_keyval(p, mc->c_ki[mc->c_top], &last);
+			unsigned char lb[DL_MAXKEY];
+			dlmdb_node_keyval(p, mc->c_ki[mc->c_top], &last, lb);
 			if (mc->c_dbx->x_cmp(&k, &last) <= 0) {
 				/* as LMDB: left on the last item with the EOF mark */
 				mc->c_flags |= wasdel | DL_C_EOF;
@@ -202,7 +204,7 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		if ((rc = dlmdb_page_alloc(txn, 1, &root)))
 			return DL_TXN_FAIL(txn, rc);
 		unsigned fixed = (mc->c_db->d_flags & MDB_DUPFIXED) && mc->c_owner;
-		dlmdb_pg_init(root, root->p_pgno, DL_P_LEAF | (fixed ? DL_P_LEAF2 : 0), env->e_psize);
+		dlmdb_pg_init(root, root->p_pgno, dl_db_leaf_flags(mc->c_db, fixed), env->e_psize);
 		if (fixed)
 			root->p_pad = (uint16_t)mc->c_db->d_pad;
 		mc->c_db->d_root = root->p_pgno;
@@ -249,8 +251,10 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 			if ((rc = overflow_drop(mc, n)))
 				return DL_TXN_FAIL(txn, rc);
 		} else if (dl_node_dsize(n) == data->mv_size &&
-			   DL_NODEHDR + n->n_ksize + data->mv_size <= env->e_nodemax) {
-			n->n_flags = (uint16_t)nflags;
+			   DL_NODEHDR + k.mv_size + data->mv_size <= dl_db_nodemax(env, mc->c_db)) {
+			/* (the overflow rule counts the whole key, wherever the
+			 * node lives; a PREFIX node keeps its shared length) */
+			n->n_flags = (uint16_t)(nflags | (n->n_flags & ~DL_N_KIND));
 			if (flags & MDB_RESERVE)
 				data->mv_data = dl_node_data(n);
 			else if (data->mv_size)
@@ -269,7 +273,7 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 	nd->n_ksize = (uint16_t)k.mv_size;
 	memcpy(blob + DL_NODEHDR, k.mv_data, k.mv_size);
 	dl_node_set_dsize(nd, data->mv_size);
-	if (DL_NODEHDR + k.mv_size + data->mv_size > env->e_nodemax) {
+	if (DL_NODEHDR + k.mv_size + data->mv_size > dl_db_nodemax(env, mc->c_db)) {
 		dl_page *ov;
 		if ((rc = overflow_store(mc, data, flags, &ov)))
 			return DL_TXN_FAIL(txn, rc);

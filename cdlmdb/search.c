@@ -85,16 +85,80 @@ MDB_cmp_func *dlmdb_cmp_for(unsigned f)
 	return cmp_bytes;
 }
 
-void dlmdb_node_keyval(const dl_page *p, unsigned i, MDB_val *key)
+void dlmdb_node_keyval(const dl_page *p, unsigned i, MDB_val *key, unsigned char *buf)
 {
 	if (dl_pg_is_leaf2(p)) {
 		key->mv_size = p->p_pad;
 		key->mv_data = dl_pg_leaf2_key(p, i);
 		return;
 	}
-	dl_node *n = dl_pg_node(p, i);
-	key->mv_size = n->n_ksize;
-	key->mv_data = dl_node_key(n);
+	dl_leaf_key(p, dl_pg_node(p, i), key, buf);
+}
+
+/*
+ * dlmdb_node_find on a PREFIX leaf (FORMAT.md, "Prefix-compressed leaves").
+ * No probe decodes the keys before it.  Under the byte order, q = the
+ * length of the common prefix of the probe key and the anchor: a node
+ * sharing more than q anchor bytes holds anchor[q] where the probe differs
+ * (or ends), so one byte decides; one sharing s <= q bytes agrees with the
+ * probe on them and the suffixes decide.  Other orders get each probed key
+ * decoded into a stack buffer.
+ */
+static unsigned find_prefixed(MDB_cursor *mc, const dl_page *p, const MDB_val *key, int *exact)
+{
+	MDB_cmp_func *cmp = mc->c_dbx->x_cmp;
+	unsigned lo = 0, hi = dl_pg_nkeys(p), bound = mc->c_bound, upper = p->p_upper;
+	if (DL_UNLIKELY(!dl_pg_anchor_ok(p, bound)))
+		goto damaged;
+	const unsigned char *an = dl_pg_anchor(p), *kd = key->mv_data;
+	unsigned alen = dl_pg_anchor_len(p);
+	size_t ks = key->mv_size;
+	if (cmp == cmp_bytes) {
+		unsigned q = 0, lim = ks < alen ? (unsigned)ks : alen;
+		while (q < lim && kd[q] == an[q])
+			q++;
+		/* the probe's order against a key that has anchor[q] at byte q */
+		int past_q = q == ks ? -1 : (q < alen && kd[q] < an[q] ? -1 : 1);
+		while (lo < hi) {
+			unsigned mid = lo + (hi - lo) / 2;
+			unsigned off = dl_pg_slot(p, mid);
+			if (DL_UNLIKELY(off < upper || off + DL_NODEHDR > bound))
+				goto damaged;
+			const dl_node *n = (const dl_node *)((const char *)p + off);
+			unsigned sh = dl_node_shared(n);
+			size_t nk = n->n_ksize;
+			if (DL_UNLIKELY(off + DL_NODEHDR + nk > bound || sh > alen || sh + nk > DL_MAXKEY ||
+			    sh + nk == 0))
+				goto damaged;
+			int r = sh > q ? past_q : key_order(kd + sh, ks - sh, dl_node_key(n), nk);
+			if (r > 0)
+				lo = mid + 1;
+			else if (r < 0)
+				hi = mid;
+			else
+				return *exact = 1, mid;
+		}
+		return lo;
+	}
+	unsigned char buf[DL_MAXKEY];
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		if (DL_UNLIKELY(!dl_node_in_page(p, mid, bound)))
+			goto damaged;
+		MDB_val k;
+		dl_leaf_key(p, dl_pg_node(p, mid), &k, buf);
+		int r = cmp(key, &k);
+		if (r > 0)
+			lo = mid + 1;
+		else if (r < 0)
+			hi = mid;
+		else
+			return *exact = 1, mid;
+	}
+	return lo;
+damaged:
+	*exact = -1;
+	return 0;
 }
 
 /*
@@ -128,6 +192,8 @@ unsigned dlmdb_node_find(MDB_cursor *mc, const dl_page *p, const MDB_val *key, i
 		}
 		return lo;
 	}
+	if (dl_pg_prefix(p))
+		return find_prefixed(mc, p, key, exact);
 	/* a node must fit: header, key and (counted branches) its counts */
 	unsigned bound = mc->c_bound;
 	unsigned tail = DL_NODEHDR + (dl_pg_is_branch(p) ? dl_pg_cntbytes(p) : 0);
@@ -158,7 +224,7 @@ unsigned dlmdb_node_find(MDB_cursor *mc, const dl_page *p, const MDB_val *key, i
 		unsigned mid = lo + (hi - lo) / 2;
 		if (DL_UNLIKELY(!dl_node_in_page(p, mid, bound)))
 			goto damaged;
-		dlmdb_node_keyval(p, mid, &k);
+		dlmdb_node_keyval(p, mid, &k, NULL);	/* not a PREFIX page */
 		int r = cmp(key, &k);
 		if (r > 0)
 			lo = mid + 1;
@@ -200,19 +266,20 @@ int dlmdb_leaf_in_bounds(const MDB_cursor *mc, const dl_page *leaf, const MDB_va
 {
 	unsigned n = dl_pg_nkeys(leaf);
 	MDB_val k;
+	unsigned char kb[DL_MAXKEY];
 	if (n == 0)
 		return 0;
 	if (lo) {
 		if (!dl_pg_is_leaf2(leaf) && !dl_node_in_page(leaf, 0, mc->c_bound))
 			return MDB_CORRUPTED;
-		dlmdb_node_keyval(leaf, 0, &k);
+		dlmdb_node_keyval(leaf, 0, &k, kb);
 		if (mc->c_dbx->x_cmp(&k, lo) < 0)
 			return MDB_CORRUPTED;
 	}
 	if (hi) {
 		if (!dl_pg_is_leaf2(leaf) && !dl_node_in_page(leaf, n - 1, mc->c_bound))
 			return MDB_CORRUPTED;
-		dlmdb_node_keyval(leaf, n - 1, &k);
+		dlmdb_node_keyval(leaf, n - 1, &k, kb);
 		if (mc->c_dbx->x_cmp(&k, hi) >= 0)
 			return MDB_CORRUPTED;
 	}
@@ -224,7 +291,7 @@ static int sep_key(const MDB_cursor *mc, const dl_page *p, unsigned i, MDB_val *
 {
 	if (!dl_node_in_page(p, i, mc->c_bound))
 		return MDB_CORRUPTED;
-	dlmdb_node_keyval(p, i, k);
+	dlmdb_node_keyval(p, i, k, NULL);	/* branch pages are never PREFIX */
 	return 0;
 }
 

@@ -248,14 +248,30 @@ int dlmdb_insert_at(MDB_cursor *mc, unsigned level, unsigned idx, const void *bl
 		*split = 1;
 		return split_leaf2(mc, level, idx, blob, putflags);
 	}
+	/* a leaf blob carries its whole key; a PREFIX page stores it encoded
+	 * against the page's anchor (FORMAT.md), made from it when the page
+	 * is empty and has none */
+	const void *full = blob;
+	if (dl_pg_prefix(p) && dl_pg_is_leaf(p)) {
+		const dl_node *fn = blob;
+		if (!dl_pg_nkeys(p) && !p->p_pad && p->p_upper == mc->c_bound &&
+		    dl_pg_room(p) >= dl_even(sizeof(uint16_t) + fn->n_ksize) + dl_even(len) + sizeof(indx_t))
+			dlmdb_pfx_set_anchor(p, (const char *)blob + DL_NODEHDR, fn->n_ksize);
+		char *enc = dlmdb_txn_scratch(mc->c_txn, DL_SCRATCH_PFXBLOB);
+		if (!enc)
+			return ENOMEM;
+		len = dlmdb_pfx_encode(p, blob, len, enc);
+		blob = enc;
+	}
 	if (dl_pg_room(p) >= dl_even(len) + sizeof(indx_t)) {
 		unsigned n = dl_pg_nkeys(p);
 		if (dl_pg_is_leaf(p) && n && idx == n) {
 			/* a cursor past the end of this leaf stays past its end */
 			MDB_val oldlast, newlast;
-			dlmdb_node_keyval(p, n - 1, &oldlast);
-			newlast.mv_size = ((const dl_node *)blob)->n_ksize;
-			newlast.mv_data = (char *)blob + DL_NODEHDR;
+			unsigned char ob[DL_MAXKEY];
+			dlmdb_node_keyval(p, n - 1, &oldlast, ob);
+			newlast.mv_size = ((const dl_node *)full)->n_ksize;
+			newlast.mv_data = (char *)full + DL_NODEHDR;
 			dlmdb_retarget_past(mc, &oldlast, &newlast, DL_C_PAST);
 		}
 		dlmdb_pg_add_raw(p, idx, blob, len);
@@ -263,6 +279,53 @@ int dlmdb_insert_at(MDB_cursor *mc, unsigned level, unsigned idx, const void *bl
 	}
 	*split = 1;
 	return split_page(mc, level, idx, blob, len, putflags);
+}
+
+/*
+ * Write the halves of a PREFIX leaf's split: items [0, cut) into p, the
+ * rest into right, each laid out anew (prefix.c chooses the anchors; the
+ * old page's anchor is a candidate, and the cut was chosen so that the
+ * halves fit under it).
+ */
+static int split_prefixed(MDB_txn *txn, const struct item_view *v, unsigned cut, dl_page *p,
+	dl_page *right, unsigned psize)
+{
+	const dl_page *snap = v->src;
+	dl_pfx_item *it = dlmdb_pfx_items(txn, v->n);
+	if (!it)
+		return ENOMEM;
+	dlmdb_pfx_arena_reset(txn);
+	/* the snapshot's nodes with the new node (encoded against the same
+	 * anchor) in its place: gather around it */
+	int rc;
+	if ((rc = dlmdb_pfx_gather(txn, snap, 0, v->idx, it)) ||
+	    (rc = dlmdb_pfx_gather(txn, snap, v->idx, v->n - 1, it + v->idx + 1)))
+		return rc;
+	{
+		const dl_node *nd = v->blob;
+		dl_pfx_item *ni = &it[v->idx];
+		unsigned sh = dl_node_shared(nd);
+		unsigned char *k = dlmdb_pfx_arena(txn, sh + nd->n_ksize);
+		if (!k)
+			return ENOMEM;
+		memcpy(k, dl_pg_anchor(snap), sh);
+		memcpy(k + sh, dl_node_key(nd), nd->n_ksize);
+		ni->key = k;
+		ni->klen = sh + nd->n_ksize;
+		ni->kind = dl_node_kind(nd);
+		ni->dsize = dl_node_dsize(nd);
+		ni->data = dl_node_data(nd);
+		ni->dlen = (nd->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(nd);
+	}
+	dl_pfx_cand old = {snap->p_pad ? dl_pg_anchor(snap) : NULL, dl_pg_anchor_len(snap)}, best;
+	size_t cap = psize - DL_PAGEHDR;
+	if (dlmdb_pfx_best(it, cut, &old, 1, &best) > cap)
+		return MDB_PROBLEM;
+	dlmdb_pfx_build(p, psize, it, cut, &best);
+	if (dlmdb_pfx_best(it + cut, v->n - cut, &old, 1, &best) > cap)
+		return MDB_PROBLEM;
+	dlmdb_pfx_build(right, psize, it + cut, v->n - cut, &best);
+	return 0;
 }
 
 static int split_page(MDB_cursor *mc, unsigned level, unsigned idx, const void *blob,
@@ -281,6 +344,10 @@ static int split_page(MDB_cursor *mc, unsigned level, unsigned idx, const void *
 	memcpy(snap, p, psize);
 	struct item_view v = {snap, idx, dl_pg_nkeys(snap) + 1, blob, len};
 
+	/* a PREFIX leaf's halves must fit under its present anchor too */
+	int pfx = dl_pg_prefix(p) && !branch;
+	if (pfx)
+		cap -= dl_pg_anchor_bytes(snap);
 	/* choose the cut: items [0,cut) stay, [cut,n) move right */
 	unsigned cut = 0;
 	if ((putflags & MDB_APPEND) && idx == v.n - 1) {
@@ -297,7 +364,9 @@ static int split_page(MDB_cursor *mc, unsigned level, unsigned idx, const void *
 	unsigned char sepbuf[DL_NODEHDR + DL_MAXKEY + 2 + 16];
 	size_t seplen;
 	const dl_node *first = item_node(&v, cut, &seplen);
-	MDB_val sep = {first->n_ksize, (void *)dl_node_key(first)};
+	MDB_val sep;
+	unsigned char kb1[DL_MAXKEY], kb2[DL_MAXKEY];
+	dl_leaf_key(snap, first, &sep, kb1);	/* a branch's keys are whole */
 	if (sep.mv_size > DL_MAXKEY)	/* damaged node: the page check bounds keys by the page only */
 		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 	dl_node *sepnode = (dl_node *)sepbuf;
@@ -308,7 +377,7 @@ static int split_page(MDB_cursor *mc, unsigned level, unsigned idx, const void *
 	if ((rc = dlmdb_page_alloc(txn, 1, &right)))
 		return rc;
 	dlmdb_pg_init(right, right->p_pgno, p->p_flags & (DL_P_BRANCH | DL_P_LEAF | DL_P_LEAF2 |
-		DL_P_COUNTED | DL_P_KEYCOUNT), (unsigned)psize);
+		DL_P_COUNTED | DL_P_KEYCOUNT | DL_P_PREFIX), (unsigned)psize);
 	right->p_pad = p->p_pad;
 	dl_node_set_child(sepnode, right->p_pgno);
 	if (branch)
@@ -323,11 +392,14 @@ static int split_page(MDB_cursor *mc, unsigned level, unsigned idx, const void *
 		size_t l1, l2;
 		const dl_node *a = item_node(&v, idx == v.n - 1 ? v.n - 2 : v.n - 1, &l1);
 		const dl_node *b = item_node(&v, v.n - 1, &l2);
-		oldlast.mv_size = a->n_ksize;
-		oldlast.mv_data = dl_node_key(a);
-		newlast.mv_size = b->n_ksize;
-		newlast.mv_data = dl_node_key(b);
+		dl_leaf_key(snap, a, &oldlast, kb1);
+		dl_leaf_key(snap, b, &newlast, kb2);
 		dlmdb_retarget_past(mc, &oldlast, &newlast, DL_C_PAST);
+	}
+	if (pfx) {
+		if ((rc = split_prefixed(txn, &v, cut, p, right, (unsigned)psize)))
+			return DL_TXN_FAIL(txn, rc);
+		return split_finish(mc, level, p, right, sepbuf, sep.mv_size, putflags);
 	}
 	/* rebuild both halves from the snapshot */
 	dlmdb_pg_init(p, p->p_pgno, snap->p_flags, (unsigned)psize);

@@ -488,6 +488,8 @@ static int child_begin(MDB_txn *txn, MDB_txn *parent)
 static void scratch_free(MDB_txn *txn)
 {
 	uintptr_t any = 0;
+	if (txn->t_pfxblks || txn->t_pfxitems)
+		dlmdb_pfx_arena_free(txn);
 	for (int i = 0; i < DL_NSCRATCH; i++)
 		any |= (uintptr_t)txn->t_scratch[i];
 	if (!any)

@@ -26,20 +26,6 @@ static inline dlmdbgo_cmpres dlmdbgo_cmp(dlmdbgo_h txn, MDB_dbi dbi, int dup,
 */
 import "C"
 
-// PrefixCompression is the database flag that makes Txn.OpenDBI create a
-// database whose leaf keys (and, with DupSort, values) are stored as a
-// prefix shared with a per-page anchor plus a suffix. Like Counted it is a
-// DLMDB extension: a file holding such a database cannot be opened by stock
-// LMDB.
-//
-// See mdb_dbi_open and MDB_PREFIX_COMPRESSION.
-const PrefixCompression = 0x100
-
-var (
-	_ [PrefixCompression - C.MDB_PREFIX_COMPRESSION]struct{}
-	_ [C.MDB_PREFIX_COMPRESSION - PrefixCompression]struct{}
-)
-
 // ReplaceDBI makes the named database dst hold the tree of the named
 // database src, in one step of write transaction txn: dst's record (root,
 // page counts, entries and flags, so Counted and PrefixCompression may
@@ -81,7 +67,7 @@ type Footprint struct {
 	KeyBytesDecoded   uint64
 	ValueBytesStored  uint64
 	ValueBytesDecoded uint64
-	AnchorBytes       uint64 // prefix anchors of compressed pages
+	AnchorBytes       uint64 // bytes the anchor records of compressed pages take
 }
 
 // FootprintWalk is a walk over one database in steps, so that the caller

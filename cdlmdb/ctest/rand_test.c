@@ -340,12 +340,17 @@ static MDB_env *open_env(const char *dir)
 	return env;
 }
 
+/* flags added to the non-DUPSORT DBs: each seed runs plain, prefix
+ * compressed and compressed+counted (argv[3] picks one mode for a rerun) */
+static unsigned extra_flags;
+static const unsigned extra_modes[] = {0, MDB_PREFIX_COMPRESSION, MDB_PREFIX_COMPRESSION | MDB_COUNTED};
+
 static void open_dbs(MDB_env *env, MDB_dbi *dbi)
 {
 	MDB_txn *txn;
 	MUST(mdb_txn_begin(env, NULL, 0, &txn));
 	for (int d = 0; d < NDB; d++)
-		MUST(mdb_dbi_open(txn, dbnames[d], dbflags[d] | MDB_CREATE, &dbi[d]));
+		MUST(mdb_dbi_open(txn, dbnames[d], dbflags[d] | extra_flags | MDB_CREATE, &dbi[d]));
 	MUST(mdb_dbi_open(txn, "dups", MDB_DUPSORT | MDB_CREATE, &dbi[NDB]));
 	MUST(mdb_txn_commit(txn));
 }
@@ -537,11 +542,15 @@ static void run_seed(uint64_t seed, long steps);
 int main(int argc, char **argv)
 {
 	if (argc > 1) {
+		extra_flags = argc > 3 ? (unsigned)strtoul(argv[3], NULL, 0) : 0;
 		run_seed(strtoull(argv[1], NULL, 0), argc > 2 ? atol(argv[2]) : 400L * tu_scale());
 	} else {
 		const uint64_t seeds[] = {12345, 777, 4242};
-		for (int i = 0; i < 3 && !tu_failures; i++)
-			run_seed(seeds[i], 400L * tu_scale());
+		for (int m = 0; m < 3 && !tu_failures; m++) {
+			extra_flags = extra_modes[m];
+			for (int i = 0; i < 3 && !tu_failures; i++)
+				run_seed(seeds[i], 400L * tu_scale());
+		}
 	}
 	printf("rand_test: %ld operations\n", ops_done);
 	return tu_finish("rand_test");
@@ -550,8 +559,8 @@ int main(int argc, char **argv)
 static void run_seed(uint64_t seed, long steps)
 {
 	const char *dir = "build/rand_env";
-	printf("rand_test seed=%llu steps=%ld (rerun: ./build/rand_test %llu %ld)\n",
-		(unsigned long long)seed, steps, (unsigned long long)seed, steps);
+	printf("rand_test seed=%llu steps=%ld flags=0x%x (rerun: ./build/rand_test %llu %ld 0x%x)\n",
+		(unsigned long long)seed, steps, extra_flags, (unsigned long long)seed, steps, extra_flags);
 	tu_fresh_dir(dir);
 	uint64_t s = seed;
 	MDB_env *env = open_env(dir);

@@ -14,39 +14,56 @@ import (
 	dl "github.com/dlmdb/dlmdb-go/lmdb"
 )
 
-// Counted DBs in the differential harness: the engine under test is ours with
-// every DB it creates opened with MDB_COUNTED, the reference is stock LMDB
-// with plain DBs. Counting must not change a single ordinary result (return
-// codes, keys, values, cursor positions, Stat entries), and every Check of our
-// side -- the harness's opCheck ops and the final Env.Check, which verify the
-// stored counts of counted trees -- must pass. Each Check through this engine
-// also compares CountAll with Stat's entry count and, for a few ranks, Rank
-// with a cursor walk.
+// Extension DBs in the differential harness: the engine under test is ours
+// with every DB it creates opened with extra flags (add: MDB_COUNTED and/or
+// MDB_PREFIX_COMPRESSION), the reference is stock LMDB with plain DBs. The
+// extensions must not change a single ordinary result (return codes, keys,
+// values, cursor positions, Stat entries), and every Check of our side -- the
+// harness's opCheck ops and the final Env.Check, which verify the stored
+// counts of counted trees and decode every compressed page -- must pass.
+// With Counted, each Check through this engine also compares CountAll with
+// Stat's entry count and, for a few ranks, Rank with a cursor walk.
 
-type countedEngine struct{ oursEngine }
+type extEngine struct {
+	oursEngine
+	add uint
+}
 
-func (countedEngine) name() string { return "ours-counted" }
+func (e extEngine) name() string {
+	n := "ours"
+	if e.add&uint(dl.PrefixCompression) != 0 {
+		n += "-prefix"
+	}
+	if e.add&uint(dl.Counted) != 0 {
+		n += "-counted"
+	}
+	return n
+}
 
-func (e countedEngine) openEnv(path string, o envOpts) (tEnv, error) {
+func (e extEngine) openEnv(path string, o envOpts) (tEnv, error) {
 	env, err := e.oursEngine.openEnv(path, o)
 	if err != nil {
 		return nil, err
 	}
-	return &countedEnv{oursEnv: env.(*oursEnv), dir: path}, nil
+	return &extEnv{oursEnv: env.(*oursEnv), dir: path, add: e.add}, nil
 }
 
-type countedEnv struct {
+type extEnv struct {
 	*oursEnv
 	dir  string
-	dbis []uint32 // named DBIs opened through this env (counted when created)
+	add  uint
+	dbis []uint32 // named DBIs opened through this env (with add when created)
 }
 
 // check: the structural checker, the Go reading of the counts in the data
 // file (committed state: called between txns), then the count API of every
 // DB in a read txn.
-func (s *countedEnv) check() error {
+func (s *extEnv) check() error {
 	if err := s.oursEnv.check(); err != nil {
 		return err
+	}
+	if s.add&uint(dl.Counted) == 0 {
+		return nil
 	}
 	if probs, trees := countedFileCheck(s.dir); len(probs) > 0 || trees < len(s.dbis) {
 		return fmt.Errorf("counts in the data file (%d counted trees, %d DBs): %v", trees, len(s.dbis), probs)
@@ -64,28 +81,31 @@ func (s *countedEnv) check() error {
 	return nil
 }
 
-func (s *countedEnv) begin(parent tTxn, flags uint) (tTxn, error) {
+func (s *extEnv) begin(parent tTxn, flags uint) (tTxn, error) {
 	var p tTxn
 	if parent != nil {
-		p = parent.(*countedTxn).oursTxn
+		p = parent.(*extTxn).oursTxn
 	}
 	t, err := s.oursEnv.begin(p, flags)
 	if err != nil {
 		return nil, err
 	}
-	return &countedTxn{oursTxn: t.(*oursTxn), env: s}, nil
+	return &extTxn{oursTxn: t.(*oursTxn), env: s}, nil
 }
 
-type countedTxn struct {
+type extTxn struct {
 	*oursTxn
-	env *countedEnv
+	env *extEnv
 }
 
 // openDBI creates DBs counted; for an existing DB the stored flags win (as
 // in LMDB), so this never changes a DB created without the flag.
-func (s *countedTxn) openDBI(name string, flags uint) (uint32, error) {
+func (s *extTxn) openDBI(name string, flags uint) (uint32, error) {
 	if name != "" {
-		flags |= uint(dl.Counted)
+		flags |= s.env.add
+		if flags&uint(dl.DupSort) != 0 {
+			flags &^= uint(dl.PrefixCompression) // compressed duplicates: not yet
+		}
 	}
 	dbi, err := s.oursTxn.openDBI(name, flags)
 	if err == nil && name != "" && !slices.Contains(s.env.dbis, dbi) {
@@ -95,24 +115,27 @@ func (s *countedTxn) openDBI(name string, flags uint) (uint32, error) {
 }
 
 // dbFlags hides the Counted bit, which stock's DBs do not have.
-func (s *countedTxn) dbFlags(dbi uint32) (uint, error) {
+func (s *extTxn) dbFlags(dbi uint32) (uint, error) {
 	f, err := s.oursTxn.dbFlags(dbi)
-	return f &^ uint(dl.Counted), err
+	return f &^ uint(dl.Counted|dl.PrefixCompression), err
 }
 
-func (s *countedTxn) cursor(dbi uint32) (tCursor, error) {
+func (s *extTxn) cursor(dbi uint32) (tCursor, error) {
 	c, err := s.oursTxn.cursor(dbi)
 	if err != nil {
 		return nil, err
 	}
-	return &countedCursor{c.(*oursCursor)}, nil
+	return &extCursor{c.(*oursCursor)}, nil
 }
 
 // check runs the structural checker, then cross-checks the count API of each
 // DB this txn opened against Stat and a cursor walk.
-func (s *countedTxn) check() error {
+func (s *extTxn) check() error {
 	if err := s.oursTxn.check(); err != nil {
 		return err
+	}
+	if s.env.add&uint(dl.Counted) == 0 {
+		return nil
 	}
 	for _, dbi := range s.env.dbis {
 		if err := countedConsistent(s.oursTxn.t, dl.DBI(dbi)); err != nil {
@@ -122,9 +145,9 @@ func (s *countedTxn) check() error {
 	return nil
 }
 
-type countedCursor struct{ *oursCursor }
+type extCursor struct{ *oursCursor }
 
-func (s *countedCursor) renew(t tTxn) error { return s.oursCursor.renew(t.(*countedTxn).oursTxn) }
+func (s *extCursor) renew(t tTxn) error { return s.oursCursor.renew(t.(*extTxn).oursTxn) }
 
 // countedConsistent: CountAll equals Stat's entries and the number of items a
 // cursor walk sees; for a few ranks r, Rank / Cursor.GetRank (then Next) give
@@ -284,17 +307,41 @@ func TestDifferentialCountedDupSort(t *testing.T) {
 	countedDifferential(t, genDupOps, 80000)
 }
 
+// TestDifferentialPrefix and TestDifferentialPrefixCounted: ours with every
+// DB prefix-compressed (and counted) against stock's plain DBs.
+func TestDifferentialPrefix(t *testing.T) {
+	if isolate(t) {
+		return
+	}
+	extDifferential(t, uint(dl.PrefixCompression), genOps, 100000)
+}
+
+func TestDifferentialPrefixCounted(t *testing.T) {
+	if isolate(t) {
+		return
+	}
+	extDifferential(t, uint(dl.PrefixCompression|dl.Counted), genOps, 60000)
+}
+
 func countedDifferential(t *testing.T, gen func(int64) []op, perScale int) {
+	extDifferential(t, uint(dl.Counted), gen, perScale)
+}
+
+func extDifferential(t *testing.T, add uint, gen func(int64) []op, perScale int) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	a, b := engine(countedEngine{}), engine(stockEngine{})
+	a, b := engine(extEngine{add: add}), engine(stockEngine{})
 	base := t.TempDir()
 	var seeds []int64
 	if *flagSeed != 0 {
 		seeds = []int64{*flagSeed}
 	} else {
 		// a different stream from the plain differential's, same master seed
-		r := rand.New(rand.NewSource(masterSeed(t) ^ 0xc0c0))
+		salt := int64(0xc0c0) // the counted stream as before; others their own
+		if add != uint(dl.Counted) {
+			salt ^= int64(add) << 20
+		}
+		r := rand.New(rand.NewSource(masterSeed(t) ^ salt))
 		for n, budget := 0, perScale*testScale(t); n < budget; {
 			s := r.Int63()
 			seeds = append(seeds, s)
@@ -372,17 +419,17 @@ func TestFailedSetPositionDependsOnTreeShape(t *testing.T) {
 	if mm := run("plain-stock-pages", oursEngine{}, stockEngine{}, prefix); mm != nil {
 		t.Fatalf("plain ours vs stock, page counts compared: %v", mm)
 	}
-	if mm := run("plain-counted-pages", oursEngine{}, countedEngine{}, prefix); mm == nil || ops[mm.index].kind != opStat {
+	if mm := run("plain-counted-pages", oursEngine{}, extEngine{add: uint(dl.Counted)}, prefix); mm == nil || ops[mm.index].kind != opStat {
 		t.Fatalf("plain ours vs counted, page counts compared: %v, want a Stat mismatch (shapes differ)", mm)
 	}
 	*flagPages = false
 	noShapeFree = true
-	mm := run("plain-counted-probe", oursEngine{}, countedEngine{}, prefix)
+	mm := run("plain-counted-probe", oursEngine{}, extEngine{add: uint(dl.Counted)}, prefix)
 	noShapeFree = false
 	if mm == nil || mm.index != at {
 		t.Fatalf("plain ours vs counted without the step-around: %v, want the probe of op #%d to differ", mm, at)
 	}
-	if mm := run("counted-stock", countedEngine{}, stockEngine{}, ops); mm != nil {
+	if mm := run("counted-stock", extEngine{add: uint(dl.Counted)}, stockEngine{}, ops); mm != nil {
 		t.Fatalf("counted vs stock with the step-around: %v", mm)
 	}
 	if mm := run("plain-stock", oursEngine{}, stockEngine{}, ops); mm != nil {

@@ -1492,8 +1492,8 @@ func runOpsStats(base string, a, b engine, ops []op, flags uint, stats *opStats)
 	}
 	sa := &side{eng: a, dir: filepath.Join(base, "a"), flags: flags, used: used}
 	sb := &side{eng: b, dir: filepath.Join(base, "b"), flags: flags, used: used}
-	_, ca := a.(countedEngine)
-	_, cb := b.(countedEngine)
+	_, ca := a.(extEngine)
+	_, cb := b.(extEngine)
 	sa.shapeFree, sb.shapeFree = (ca || cb) && !noShapeFree, (ca || cb) && !noShapeFree
 	for _, s := range []*side{sa, sb} {
 		if err := os.MkdirAll(s.dir, 0o755); err != nil {

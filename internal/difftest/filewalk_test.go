@@ -24,6 +24,7 @@ const (
 	wPLeaf2    = 0x20
 	wPCounted  = 0x100 // branch pages of MDB_COUNTED trees (FORMAT.md "Counted trees")
 	wPKeyCount = 0x200 // ... of counted DUPSORT main trees
+	wPPrefix   = 0x400 // leaves of MDB_PREFIX_COMPRESSION trees (FORMAT.md "Prefix-compressed leaves")
 	wFBigData  = 0x01
 	wFSubData  = 0x02
 	wFDupData  = 0x04
@@ -91,6 +92,19 @@ func (w *fileWalker) walkTree(root uint64, who string, depth int, leafFn func(fl
 	known := uint16(wPBranch | wPLeaf | wPLeaf2)
 	if flags&wPBranch != 0 {
 		known |= wPCounted | wPKeyCount
+	} else if flags&wPLeaf2 == 0 {
+		known |= wPPrefix
+	}
+	// a compressed leaf: the anchor record at offset pad (length, bytes)
+	var anchor []byte
+	if flags&wPPrefix != 0 {
+		if a := int(binary.LittleEndian.Uint16(p[8:])); a != 0 {
+			if a+2 > w.psize || a+2+int(binary.LittleEndian.Uint16(p[a:])) > w.psize {
+				w.failf("%s: page %d anchor at %d overruns the page", who, root, a)
+				return
+			}
+			anchor = p[a+2 : a+2+int(binary.LittleEndian.Uint16(p[a:]))]
+		}
 	}
 	if flags&^known != 0 {
 		// P_DIRTY, P_SUBP, P_LOOSE, P_KEEP... are in-memory states; on disk
@@ -125,6 +139,16 @@ func (w *fileWalker) walkTree(root uint64, who string, depth int, leafFn func(fl
 				return
 			}
 			key := nd[8 : 8+ks]
+			if flags&wPPrefix != 0 {
+				// shared length in the flags' high bits, then the suffix
+				sh := int(nfl >> 7)
+				if sh > len(anchor) {
+					w.failf("%s: page %d node %d shares %d bytes of a %d-byte anchor", who, root, i, sh, len(anchor))
+					return
+				}
+				key = append(append([]byte(nil), anchor[:sh]...), key...)
+				nfl &= 7
+			}
 			dsize := int(lo | hi<<16)
 			var data []byte
 			if nfl&wFBigData != 0 {

@@ -1,0 +1,393 @@
+/* prefix_test.c - MDB_PREFIX_COMPRESSION: key shapes against a model,
+ * the encoding actually saving space, views decoded into cursor storage
+ * fed back to the same cursor, copies, and the checker on each result. */
+#include "testutil.h"
+#include <sys/stat.h>
+
+#define DIR "build/prefix_env"
+#define KMAX 511
+
+typedef struct {
+	unsigned char k[KMAX];
+	unsigned kl;
+	unsigned v;	/* value seed */
+} ent;
+
+static int ecmp_bytes(const void *x, const void *y)
+{
+	const ent *a = x, *b = y;
+	unsigned n = a->kl < b->kl ? a->kl : b->kl;
+	int r = memcmp(a->k, b->k, n);
+	return r ? r : (a->kl > b->kl) - (a->kl < b->kl);
+}
+
+/* key shapes: 0 long shared prefix + counter, 1 all but the last byte
+ * shared, 2 prefixes of each other, 3 nothing shared (random), 4 1-byte
+ * and 511-byte keys mixed */
+static unsigned make_key(int shape, uint64_t *s, unsigned id, unsigned char *out)
+{
+	switch (shape) {
+	case 0: {
+		int n = snprintf((char *)out, KMAX, "user/profile/settings/%08u/", id);
+		return (unsigned)n;
+	}
+	case 1:
+		memset(out, 'q', 300);
+		out[300] = (unsigned char)(id & 0xff);
+		out[299] = (unsigned char)(id >> 8);
+		return 301;
+	case 2: {
+		unsigned len = 1 + id % KMAX;
+		memset(out, 'a', len);
+		out[len - 1] = (unsigned char)('a' + (id / KMAX) % 20);
+		return len;
+	}
+	case 3: {
+		unsigned len = 1 + tu_below(s, 40);
+		for (unsigned i = 0; i < len; i++)
+			out[i] = (unsigned char)tu_next(s);
+		return len;
+	}
+	default:
+		if (id & 1) {
+			out[0] = (unsigned char)(id >> 1);
+			return 1;
+		}
+		memset(out, 0xee, KMAX);
+		memcpy(out + KMAX - 4, &id, 4);
+		return KMAX;
+	}
+}
+
+static void fill(unsigned char *b, unsigned len, unsigned seed)
+{
+	for (unsigned i = 0; i < len; i++)
+		b[i] = (unsigned char)(seed * 31 + i);
+}
+
+static unsigned vlen_of(unsigned seed) { return seed % 7 == 0 ? 3000 + seed % 500 : seed % 90; }
+
+static size_t mfind(ent *m, size_t n, const unsigned char *k, unsigned kl, int *exact)
+{
+	size_t lo = 0, hi = n;
+	ent probe;
+	memcpy(probe.k, k, kl);
+	probe.kl = kl;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int r = ecmp_bytes(&m[mid], &probe);
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*exact = lo < n && !ecmp_bytes(&m[lo], &probe);
+	return lo;
+}
+
+/* every pair of the DB in order, forward and backward, equals the model */
+static void compare(MDB_txn *txn, MDB_dbi dbi, ent *m, size_t n)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+	unsigned char want[4000];
+	MUST(mdb_cursor_open(txn, dbi, &c));
+	size_t i = 0;
+	int rc;
+	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT), i++) {
+		if (i >= n) {
+			EXPECT(i < n);
+			break;
+		}
+		EXPECT(k.mv_size == m[i].kl && !memcmp(k.mv_data, m[i].k, k.mv_size));
+		unsigned vl = vlen_of(m[i].v);
+		fill(want, vl, m[i].v);
+		EXPECT(v.mv_size == vl && !memcmp(v.mv_data, want, vl));
+	}
+	EXPECT(rc == MDB_NOTFOUND);
+	EXPECT(i == n);
+	i = n;
+	for (rc = mdb_cursor_get(c, &k, &v, MDB_LAST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_PREV)) {
+		i--;
+		EXPECT(k.mv_size == m[i].kl && !memcmp(k.mv_data, m[i].k, k.mv_size));
+	}
+	EXPECT(i == 0);
+	/* every key found by get and by SET_RANGE from a key just below it */
+	for (i = 0; i < n; i++) {
+		MDB_val q = {m[i].kl, m[i].k};
+		EXPECT_RC(mdb_get(txn, dbi, &q, &v), 0);
+		EXPECT(v.mv_size == vlen_of(m[i].v));
+		if (m[i].kl < 2)
+			continue;	/* no shorter key to start from */
+		unsigned char lowk[KMAX];
+		memcpy(lowk, m[i].k, m[i].kl);
+		MDB_val lk = {m[i].kl - 1, lowk};
+		int ex;
+		size_t j = mfind(m, n, lowk, (unsigned)lk.mv_size, &ex);
+		rc = mdb_cursor_get(c, &lk, &v, MDB_SET_RANGE);
+		EXPECT(rc == 0 && j < n);
+		if (rc == 0 && j < n)
+			EXPECT(lk.mv_size == m[j].kl && !memcmp(lk.mv_data, m[j].k, lk.mv_size));
+	}
+	MDB_stat st;
+	MUST(mdb_stat(txn, dbi, &st));
+	EXPECT(st.ms_entries == n);
+	mdb_cursor_close(c);
+}
+
+static void check(MDB_env *env)
+{
+	MDB_txn *t;
+	char msg[256];
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &t));
+	int rc = mdb_txn_check(t, msg, sizeof msg);
+	if (rc)
+		fprintf(stderr, "check: %s\n", msg);
+	EXPECT(rc == 0);
+	mdb_txn_abort(t);
+}
+
+/* random puts/deletes of one key shape, in several txns (one aborted
+ * nested child per txn), against the model */
+static void run_shape(int shape, unsigned flags, uint64_t seed, unsigned steps)
+{
+	tu_fresh_dir(DIR);
+	MDB_env *env;
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_set_maxdbs(env, 4));
+	MUST(mdb_env_set_mapsize(env, (size_t)512 << 20));
+	MUST(mdb_env_open(env, DIR, 0, 0644));
+	ent *m = calloc(steps + 1, sizeof *m), *saved = calloc(steps + 1, sizeof *m);
+	size_t n = 0;
+	uint64_t s = seed;
+	unsigned char kb[KMAX], vb[4000];
+	MDB_dbi dbi;
+	printf("prefix_test shape=%d flags=0x%x seed=%llu steps=%u\n", shape, flags,
+		(unsigned long long)seed, steps);
+	for (unsigned done = 0; done < steps;) {
+		MDB_txn *txn;
+		MUST(mdb_txn_begin(env, NULL, 0, &txn));
+		MUST(mdb_dbi_open(txn, "p", flags | MDB_CREATE, &dbi));
+		for (unsigned j = 0; j < 300 && done < steps; j++, done++) {
+			int child = j == 150;
+			MDB_txn *ct = NULL;
+			size_t nsaved = n;
+			if (child) {
+				memcpy(saved, m, n * sizeof *m);
+				MUST(mdb_txn_begin(env, txn, 0, &ct));
+				for (int q = 0; q < 40; q++) {
+					unsigned kl = make_key(shape, &s, tu_below(&s, steps), kb);
+					MDB_val k = {kl, kb}, v = {5, "child"};
+					int rc = mdb_put(ct, dbi, &k, &v, 0);
+					EXPECT(rc == 0);
+				}
+				mdb_txn_abort(ct);
+				memcpy(m, saved, nsaved * sizeof *m);
+				n = nsaved;
+			}
+			unsigned id = tu_below(&s, steps);
+			unsigned kl = make_key(shape, &s, id, kb);
+			int exact;
+			size_t at = mfind(m, n, kb, kl, &exact);
+			MDB_val k = {kl, kb};
+			if (exact && tu_below(&s, 3) == 0) {
+				EXPECT_RC(mdb_del(txn, dbi, &k, NULL), 0);
+				memmove(m + at, m + at + 1, (n - at - 1) * sizeof *m);
+				n--;
+				continue;
+			}
+			unsigned vs = (unsigned)tu_next(&s);
+			unsigned vl = vlen_of(vs);
+			fill(vb, vl, vs);
+			MDB_val v = {vl, vb};
+			unsigned pf = tu_below(&s, 4) == 0 ? MDB_NOOVERWRITE : 0;
+			int rc = mdb_put(txn, dbi, &k, &v, pf);
+			if (exact && pf) {
+				EXPECT(rc == MDB_KEYEXIST);
+				continue;
+			}
+			EXPECT(rc == 0);
+			if (!exact) {
+				memmove(m + at + 1, m + at, (n - at) * sizeof *m);
+				n++;
+				memcpy(m[at].k, kb, kl);
+				m[at].kl = kl;
+			}
+			m[at].v = vs;
+		}
+		compare(txn, dbi, m, n);
+		MUST(mdb_txn_commit(txn));
+		check(env);
+	}
+	/* reopen, compare, copy both ways and compare the copies */
+	mdb_env_close(env);
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_set_maxdbs(env, 4));
+	MUST(mdb_env_set_mapsize(env, (size_t)512 << 20));
+	MUST(mdb_env_open(env, DIR, 0, 0644));
+	check(env);
+	for (int compact = 0; compact < 2; compact++) {
+		tu_fresh_dir(DIR "_copy");
+		MUST(mdb_env_copy2(env, DIR "_copy", compact ? MDB_CP_COMPACT : 0));
+		MDB_env *e2;
+		MUST(mdb_env_create(&e2));
+		MUST(mdb_env_set_maxdbs(e2, 4));
+		MUST(mdb_env_open(e2, DIR "_copy", MDB_RDONLY, 0644));
+		MDB_txn *t;
+		MUST(mdb_txn_begin(e2, NULL, MDB_RDONLY, &t));
+		MUST(mdb_dbi_open(t, "p", 0, &dbi));
+		compare(t, dbi, m, n);
+		mdb_txn_abort(t);
+		check(e2);
+		mdb_env_close(e2);
+	}
+	mdb_env_close(env);
+	free(m);
+	free(saved);
+}
+
+/* Stored size: the same keys take fewer leaf pages compressed. */
+static void test_saves_space(void)
+{
+	size_t leaves[2];
+	for (int pf = 0; pf < 2; pf++) {
+		tu_fresh_dir(DIR);
+		MDB_env *env;
+		MDB_txn *txn;
+		MDB_dbi dbi;
+		MUST(mdb_env_create(&env));
+		MUST(mdb_env_set_mapsize(env, (size_t)256 << 20));
+		MUST(mdb_env_open(env, DIR, 0, 0644));
+		MUST(mdb_txn_begin(env, NULL, 0, &txn));
+		MUST(mdb_dbi_open(txn, NULL, pf ? MDB_PREFIX_COMPRESSION : 0, &dbi));
+		for (unsigned i = 0; i < 20000; i++) {
+			char key[64];
+			/* 16 shared bytes and a hex counter, as DLMDB's compress_bench */
+			int kl = snprintf(key, sizeof key, "pppppppppppppppp%016x", i * 7919u % 20000u);
+			MDB_val k = {(size_t)kl, key}, v = {16, "0123456789abcdef"};
+			MUST(mdb_put(txn, dbi, &k, &v, 0));
+		}
+		MDB_stat st;
+		MUST(mdb_stat(txn, dbi, &st));
+		leaves[pf] = st.ms_leaf_pages;
+		EXPECT(st.ms_entries == 20000);
+		MUST(mdb_txn_commit(txn));
+		check(env);
+		mdb_env_close(env);
+	}
+	printf("prefix_test: 20000 keys of 32 bytes: %zu leaf pages plain, %zu compressed\n", leaves[0],
+		leaves[1]);
+	/* 32-byte keys sharing about 30 bytes with their page's anchor: each
+	 * node of 8 + 32 + 16 bytes shrinks to about 8 + 3 + 16 */
+	EXPECT(leaves[1] * 3 < leaves[0] * 2);
+}
+
+/* A key handed out from cursor storage, fed back to the same cursor. */
+static void test_views_fed_back(void)
+{
+	tu_fresh_dir(DIR);
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_cursor *c;
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_open(env, DIR, 0, 0644));
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	MUST(mdb_dbi_open(txn, NULL, MDB_PREFIX_COMPRESSION, &dbi));
+	for (unsigned i = 0; i < 300; i++) {
+		char key[64];
+		int kl = snprintf(key, sizeof key, "shared-prefix-for-all/%05u", i);
+		MDB_val k = {(size_t)kl, key}, v = {4, &i};
+		MUST(mdb_put(txn, dbi, &k, &v, 0));
+	}
+	MUST(mdb_cursor_open(txn, dbi, &c));
+	MDB_val k, v;
+	unsigned seen = 0;
+	for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		unsigned val;
+		memcpy(&val, v.mv_data, 4);
+		EXPECT(val == seen);
+		char want[64];
+		int wl = snprintf(want, sizeof want, "shared-prefix-for-all/%05u", seen);
+		EXPECT(k.mv_size == (size_t)wl && !memcmp(k.mv_data, want, (size_t)wl));
+		/* the key view (cursor storage when decoded) as the input of
+		 * SET_KEY and of a CURRENT-less overwrite on the same cursor */
+		MDB_val k2 = k, v2;
+		EXPECT_RC(mdb_cursor_get(c, &k2, &v2, MDB_SET_KEY), 0);
+		EXPECT(k2.mv_size == (size_t)wl && !memcmp(k2.mv_data, want, (size_t)wl));
+		unsigned nv = val + 1000;
+		MDB_val nvv = {4, &nv};
+		EXPECT_RC(mdb_cursor_put(c, &k2, &nvv, 0), 0);
+		EXPECT_RC(mdb_cursor_get(c, &k2, &v2, MDB_GET_CURRENT), 0);
+		EXPECT(k2.mv_size == (size_t)wl && !memcmp(k2.mv_data, want, (size_t)wl));
+		memcpy(&val, v2.mv_data, 4);
+		EXPECT(val == seen + 1000);
+		seen++;
+	}
+	EXPECT(seen == 300);
+	mdb_cursor_close(c);
+	MUST(mdb_txn_commit(txn));
+	check(env);
+	mdb_env_close(env);
+}
+
+/* MDB_APPEND of ascending keys, RESERVE, and MDB_CURRENT replacing values
+ * of other sizes (the node is rebuilt against the page's anchor). */
+static void test_append_reserve_current(void)
+{
+	tu_fresh_dir(DIR);
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_cursor *c;
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_set_mapsize(env, (size_t)64 << 20));
+	MUST(mdb_env_open(env, DIR, 0, 0644));
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	MUST(mdb_dbi_open(txn, NULL, MDB_PREFIX_COMPRESSION | MDB_COUNTED, &dbi));
+	MUST(mdb_cursor_open(txn, dbi, &c));
+	for (unsigned i = 0; i < 5000; i++) {
+		char key[64];
+		int kl = snprintf(key, sizeof key, "append/%08u", i);
+		MDB_val k = {(size_t)kl, key}, v = {i % 50, NULL};
+		MUST(mdb_cursor_put(c, &k, &v, MDB_APPEND | MDB_RESERVE));
+		memset(v.mv_data, (int)(i & 0xff), v.mv_size);
+	}
+	char key[64];
+	int kl = snprintf(key, sizeof key, "append/%08u", 10u);
+	MDB_val k = {(size_t)kl, key}, v = {1, "x"};
+	EXPECT_RC(mdb_cursor_put(c, &k, &v, MDB_APPEND), MDB_KEYEXIST);
+	unsigned i = 0;
+	MDB_val ck, cv;
+	for (int rc = mdb_cursor_get(c, &ck, &cv, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &ck, &cv, MDB_NEXT), i++) {
+		EXPECT(cv.mv_size == i % 50);
+		if (cv.mv_size)
+			EXPECT(((unsigned char *)cv.mv_data)[0] == (i & 0xff));
+		unsigned char big[700];
+		memset(big, 0x5a, sizeof big);
+		MDB_val nv = {(i * 37) % 700, big};
+		EXPECT_RC(mdb_cursor_put(c, &ck, &nv, MDB_CURRENT), 0);
+	}
+	EXPECT(i == 5000);
+	mdb_size_t cnt = 0;
+	MUST(mdb_count_all(txn, dbi, 0, &cnt));
+	EXPECT(cnt == 5000);
+	mdb_cursor_close(c);
+	MUST(mdb_txn_commit(txn));
+	check(env);
+	mdb_env_close(env);
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 20261202;
+	unsigned steps = 1500u * (unsigned)tu_scale();
+	test_saves_space();
+	test_views_fed_back();
+	test_append_reserve_current();
+	const unsigned fl[] = {MDB_PREFIX_COMPRESSION, MDB_PREFIX_COMPRESSION | MDB_COUNTED};
+	for (int shape = 0; shape < 5 && !tu_failures; shape++)
+		for (int f = 0; f < 2 && !tu_failures; f++)
+			run_shape(shape, fl[f], seed + (uint64_t)shape, steps);
+	return tu_finish("prefix_test");
+}
