@@ -48,11 +48,18 @@ var convCases = []convCase{
 	{"dupfixed", lmdb.DupSort | lmdb.DupFixed},
 }
 
-// convSwitches are the encoding flags the round-trip and reader tests
-// switch on and back off, each set in its own run. (Add
-// lmdb.PrefixCompression and lmdb.Counted|lmdb.PrefixCompression once the
-// engine accepts the flag.)
-var convSwitches = []uint{lmdb.Counted}
+// convRuns are the encoding flags the round-trip and reader tests switch on
+// and back off, each with the database kinds it is tried on. (DupSort
+// kinds join the PrefixCompression runs once the engine compresses
+// duplicates: until then it refuses to create such a database.)
+var convRuns = []struct {
+	sw    uint
+	cases []convCase
+}{
+	{lmdb.Counted, convCases},
+	{lmdb.PrefixCompression, convCases[:1]},
+	{lmdb.Counted | lmdb.PrefixCompression, convCases[:1]},
+}
 
 // convSwitch is opts changed to switch the flags in bits on (or off).
 func convSwitch(opts ConvertOptions, bits uint, on bool) ConvertOptions {
@@ -248,8 +255,9 @@ func TestConvertRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewSource(countedSeed(t)))
 	n := 3000 * countedScale(t)
 	env := convEnv(t)
-	for _, sw := range convSwitches {
-		for _, tc := range convCases {
+	for _, run := range convRuns {
+		sw := run.sw
+		for _, tc := range run.cases {
 			t.Run(convSwitchName(sw)+"/"+tc.name, func(t *testing.T) {
 				convRoundTrip(t, env, rng, tc, sw, n)
 			})
@@ -326,8 +334,9 @@ func TestConvertDropsLeftover(t *testing.T) {
 func TestConvertReaders(t *testing.T) {
 	rng := rand.New(rand.NewSource(countedSeed(t)))
 	env := convEnv(t)
-	for _, sw := range convSwitches {
-		for _, tc := range convCases {
+	for _, run := range convRuns {
+		sw := run.sw
+		for _, tc := range run.cases {
 			t.Run(convSwitchName(sw)+"/"+tc.name, func(t *testing.T) {
 				convReaders(t, env, rng, tc, sw)
 			})
@@ -690,6 +699,48 @@ func TestFootprint(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// Footprint of a prefix-compressed database: decoded sizes are exactly
+// what was written, keys take fewer stored bytes (anchors included), every
+// leaf is a compressed page, values are stored as they are.
+func TestFootprintPrefix(t *testing.T) {
+	rng := rand.New(rand.NewSource(countedSeed(t)))
+	env := convEnv(t)
+	want := convFill(t, env, rng, "pfx", lmdb.PrefixCompression, 6000*countedScale(t)).sorted()
+	var kbytes, vbytes uint64
+	for _, p := range want {
+		kbytes += uint64(len(p.k))
+		vbytes += uint64(len(p.v))
+	}
+	err := env.View(func(txn *lmdb.Txn) error {
+		dbi, err := txn.OpenDBI("pfx", 0)
+		if err != nil {
+			return err
+		}
+		st, err := txn.Stat(dbi)
+		if err != nil {
+			return err
+		}
+		fs, err := Footprint(txn, dbi, nil)
+		if err != nil {
+			return err
+		}
+		if fs.Entries != uint64(len(want)) || fs.LeafPages != st.LeafPages || fs.PrefixPages != st.LeafPages {
+			t.Errorf("%+v; Stat %+v", fs.Footprint, st)
+		}
+		if fs.KeyBytesDecoded != kbytes || fs.ValueBytesStored != vbytes || fs.ValueBytesDecoded != vbytes {
+			t.Errorf("decoded %d key / %d value bytes, stored %d value bytes; want %d / %d / %d",
+				fs.KeyBytesDecoded, fs.ValueBytesDecoded, fs.ValueBytesStored, kbytes, vbytes, vbytes)
+		}
+		if fs.AnchorBytes == 0 || fs.KeyRatio() >= 1 || fs.Ratio() >= 1 || fs.Savings() <= 0 {
+			t.Errorf("no saving: key ratio %v, ratio %v, %+v", fs.KeyRatio(), fs.Ratio(), fs.Footprint)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -14,7 +14,9 @@
  *
  * Sizes: on a page with DL_P_PREFIX a leaf node's stored key is its suffix
  * (n_ksize bytes) and its decoded key is shared + n_ksize bytes, shared
- * being n_flags >> DL_N_SHARED_SHIFT; the page's anchor is p_pad bytes.  On
+ * being n_flags >> DL_N_SHARED_SHIFT; the page's anchor record (at offset
+ * p_pad, 0 for none: a length word and the anchor bytes) counts as anchor
+ * bytes, the even number of bytes it takes in the page.  On
  * every other page stored and decoded sizes are the same.  A plain value
  * counts its data size (a big value too, its pages as overflow pages); the
  * values of a DUPSORT key are the keys of its sub-page or sub-tree leaves.
@@ -37,6 +39,33 @@ struct fp_walk {
 	unsigned w_psize;
 	uint64_t w_dupleft;	/* pages the current sub-tree's record still allows */
 };
+
+/* Bytes the anchor record of PREFIX page (or sub-page) p of size bytes
+ * takes, or ~0u when it does not lie inside it.  p may be unaligned (a
+ * sub-page), so the header fields come from the caller's copy h. */
+static unsigned anchor_bytes(const char *p, const dl_page *h, size_t size)
+{
+	if (!h->p_pad)
+		return 0;
+	uint16_t len;
+	if (h->p_pad < h->p_upper || h->p_pad + sizeof len > size)
+		return ~0u;
+	memcpy(&len, p + h->p_pad, sizeof len);
+	if (h->p_pad + sizeof len + len > size)
+		return ~0u;
+	return (unsigned)dl_even(sizeof len + len);
+}
+
+/* Count page p (header copy h, size bytes) as compressed, with its anchor. */
+static int count_prefix_page(MDB_footprint *fp, const char *p, const dl_page *h, size_t size)
+{
+	unsigned a = anchor_bytes(p, h, size);
+	if (a == ~0u)
+		return MDB_CORRUPTED;
+	fp->fp_prefix_pages++;
+	fp->fp_anchor_bytes += a;
+	return 0;
+}
 
 /* leaf node shared-prefix length (0 outside DL_P_PREFIX pages) */
 static unsigned node_shared(unsigned pflags, const dl_node *n)
@@ -100,9 +129,15 @@ static int fp_subpage(struct fp_walk *w, const char *sp, size_t size)
 		fp->fp_val_decoded += (mdb_size_t)n * h.p_pad;
 		return 0;
 	}
+	unsigned alen = 0;	/* the anchor's length: the most a node may share */
 	if (h.p_flags & DL_P_PREFIX) {
-		fp->fp_prefix_pages++;
-		fp->fp_anchor_bytes += h.p_pad;
+		if (count_prefix_page(fp, sp, &h, size))
+			return MDB_CORRUPTED;
+		if (h.p_pad) {
+			uint16_t l;
+			memcpy(&l, sp + h.p_pad, sizeof l);
+			alen = l;
+		}
 	}
 	for (unsigned i = 0; i < n; i++) {
 		indx_t off;
@@ -112,6 +147,12 @@ static int fp_subpage(struct fp_walk *w, const char *sp, size_t size)
 		const dl_node *nd = (const dl_node *)(sp + off);
 		if (off + DL_NODEHDR + nd->n_ksize > size)
 			return MDB_CORRUPTED;
+		if (h.p_flags & DL_P_PREFIX) {
+			unsigned sh = node_shared(h.p_flags, nd);
+			if (sh > alen || sh + nd->n_ksize == 0 || sh + nd->n_ksize > DL_MAXKEY ||
+			    (nd->n_flags & ~(DL_N_KIND | (0x1ffu << DL_N_SHARED_SHIFT))))
+				return MDB_CORRUPTED;
+		}
 		fp->fp_val_stored += nd->n_ksize;
 		fp->fp_val_decoded += node_shared(h.p_flags, nd) + nd->n_ksize;
 	}
@@ -151,14 +192,14 @@ static int fp_dup_tree(struct fp_walk *w, pgno_t pg, unsigned level, unsigned de
 		fp->fp_val_decoded += (mdb_size_t)n * p->p_pad;
 		return 0;
 	}
-	if (p->p_flags & DL_P_PREFIX) {
-		fp->fp_prefix_pages++;
-		fp->fp_anchor_bytes += p->p_pad;
-	}
+	if ((p->p_flags & DL_P_PREFIX) && count_prefix_page(fp, (const char *)p, p, w->w_psize))
+		return MDB_CORRUPTED;
 	for (unsigned i = 0; i < n; i++) {
 		const dl_node *nd;
 		if ((rc = fp_node(w, p, i, &nd)))
 			return rc;
+		if (dl_pg_prefix(p) && !dl_pfx_node_ok(p, nd, w->w_psize))
+			return MDB_CORRUPTED;
 		fp->fp_val_stored += nd->n_ksize;
 		fp->fp_val_decoded += node_shared(p->p_flags, nd) + nd->n_ksize;
 	}
@@ -175,14 +216,14 @@ static int fp_leaf(struct fp_walk *w, const dl_page *p, int dupsort)
 	fp->fp_leaf_pages++;
 	if (dl_pg_is_leaf2(p))
 		return MDB_CORRUPTED;	/* only duplicate sub-trees have LEAF2 leaves */
-	if (p->p_flags & DL_P_PREFIX) {
-		fp->fp_prefix_pages++;
-		fp->fp_anchor_bytes += p->p_pad;
-	}
+	if ((p->p_flags & DL_P_PREFIX) && count_prefix_page(fp, (const char *)p, p, w->w_psize))
+		return MDB_CORRUPTED;
 	for (unsigned i = 0; i < n; i++) {
 		const dl_node *nd;
 		if ((rc = fp_node(w, p, i, &nd)))
 			return rc;
+		if (dl_pg_prefix(p) && !dl_pfx_node_ok(p, nd, w->w_psize))
+			return MDB_CORRUPTED;
 		unsigned kind = nd->n_flags & DL_N_KIND;
 		fp->fp_keys++;
 		fp->fp_key_stored += nd->n_ksize;

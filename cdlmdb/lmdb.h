@@ -490,7 +490,7 @@ typedef struct MDB_footprint {
 	mdb_size_t fp_key_decoded;	/* key bytes as returned by reads */
 	mdb_size_t fp_val_stored;	/* value bytes as stored (duplicates included) */
 	mdb_size_t fp_val_decoded;	/* value bytes as returned by reads */
-	mdb_size_t fp_anchor_bytes;	/* prefix anchors of compressed pages */
+	mdb_size_t fp_anchor_bytes;	/* bytes the anchor records of compressed pages take */
 	int fp_done;			/* set when the walk is complete */
 	/* the walk's position: private */
 	unsigned fp_state, fp_depth, fp_fresh;

@@ -94,6 +94,25 @@ func TestConvertFixture(t *testing.T) {
 	}
 	expectDB(t, dir, db, db.Flags)
 	expectDB(t, dir, dbs[1], dbs[1].Flags|lmdb.Counted)
+	// prefix compression on and off again, with counted kept, for the
+	// kinds the engine compresses (DupSort: not yet)
+	for _, db := range dbs {
+		if db.Flags&lmdb.DupSort != 0 {
+			continue
+		}
+		want := db.Flags | lmdb.Counted
+		if db.Name == dbs[0].Name {
+			want = db.Flags
+		}
+		if _, err := convert(t, "-prefix", "on", "-batch", "50", dir, db.Name); err != nil {
+			t.Fatalf("%s: -prefix on: %v", db.Name, err)
+		}
+		expectDB(t, dir, db, want|lmdb.PrefixCompression)
+		if _, err := convert(t, "-prefix", "off", dir, db.Name); err != nil {
+			t.Fatalf("%s: -prefix off: %v", db.Name, err)
+		}
+		expectDB(t, dir, db, want)
+	}
 	// keep/keep rebuilds as it is
 	if _, err := convert(t, "-batch", "5", dir, dbs[1].Name); err != nil {
 		t.Fatal(err)
