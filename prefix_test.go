@@ -537,16 +537,27 @@ func TestConvertCrash(t *testing.T) {
 	}
 	seed := countedSeed(t)
 	rng := rand.New(rand.NewSource(seed))
-	rounds := 3 * countedScale(t)
+	type crashRun struct {
+		sw uint
+		tc convCase
+	}
+	var runs []crashRun
+	for _, run := range convRuns {
+		for _, tc := range run.cases {
+			runs = append(runs, crashRun{run.sw, tc})
+		}
+	}
+	rounds := len(runs) * countedScale(t)
 	for round := 0; round < rounds; round++ {
-		tc := convCases[round%len(convCases)]
+		tc, sw := runs[round%len(runs)].tc, runs[round%len(runs)].sw
 		dir := t.TempDir()
 		env := convCrashOpen(t, dir)
 		want := convFill(t, env, rng, "db", tc.flags, 4000).sorted()
 		env.Close()
 		kill := 1 + rng.Intn(4)
 		cmd := exec.Command(os.Args[0], "-test.run=^TestConvertCrash$", "-test.count=1")
-		cmd.Env = append(os.Environ(), convCrashEnv+"="+dir, "DLMDB_CONVERT_CRASH_KILL="+strconv.Itoa(kill))
+		cmd.Env = append(os.Environ(), convCrashEnv+"="+dir, "DLMDB_CONVERT_CRASH_KILL="+strconv.Itoa(kill),
+			"DLMDB_CONVERT_CRASH_FLAGS="+strconv.Itoa(int(sw)))
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
@@ -563,10 +574,10 @@ func TestConvertCrash(t *testing.T) {
 		if err != nil {
 			t.Errorf("round %d: no temporary database after the crash: %v", round, err)
 		}
-		if err := Convert(env, "db", ConvertOptions{Counted: SetFlag, BatchEntries: 500}); err != nil {
+		if err := Convert(env, "db", convSwitch(ConvertOptions{BatchEntries: 500}, sw, true)); err != nil {
 			t.Fatalf("round %d: rerun: %v", round, err)
 		}
-		convExpect(t, env, "db", want, tc.flags|lmdb.Counted)
+		convExpect(t, env, "db", want, tc.flags|sw)
 		env.Close()
 	}
 }
@@ -616,6 +627,7 @@ func convExpectKeepTemp(t *testing.T, env *lmdb.Env, name string, want []cpair, 
 // DLMDB_CONVERT_CRASH_KILL.
 func convCrashChild(dir string) {
 	kill, _ := strconv.Atoi(os.Getenv("DLMDB_CONVERT_CRASH_KILL"))
+	sw, _ := strconv.Atoi(os.Getenv("DLMDB_CONVERT_CRASH_FLAGS"))
 	env, err := lmdb.NewEnv()
 	if err == nil {
 		env.SetMaxDBs(4)
@@ -627,13 +639,13 @@ func convCrashChild(dir string) {
 		os.Exit(3)
 	}
 	batches := 0
-	err = Convert(env, "db", ConvertOptions{Counted: SetFlag, BatchEntries: 600, Progress: func(_, _ uint64) {
+	err = Convert(env, "db", convSwitch(ConvertOptions{BatchEntries: 600, Progress: func(_, _ uint64) {
 		batches++
 		if batches == kill {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // never returns
 		}
-	}})
+	}}, uint(sw), true))
 	fmt.Println("child: conversion ended without the kill:", err)
 	os.Exit(4)
 }
