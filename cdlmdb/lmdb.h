@@ -272,6 +272,8 @@ typedef int(MDB_msg_func)(const char *msg, void *ctx);
 #define mdb_dcmp dlmdb_dcmp
 #define mdb_reader_list dlmdb_reader_list
 #define mdb_reader_check dlmdb_reader_check
+#define mdb_dbi_replace dlmdb_dbi_replace
+#define mdb_footprint dlmdb_footprint
 
 /* ---- library ----------------------------------------------------------------- */
 
@@ -450,6 +452,61 @@ int mdb_get_key_rank(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key, const MDB_va
  *  (flags must be 0). */
 int mdb_cursor_key_rank(MDB_cursor *cursor, const MDB_val *key, const MDB_val *data,
 	unsigned flags, uint64_t *rank);
+
+/* ---- migration and footprint (DLMDB-go) ----------------------------------------------- */
+
+/** Make named DB dst hold the tree of named DB src, atomically (write txn).
+ *
+ *  dst's record becomes src's: root, depth, page counts, entries and flags
+ *  (so MDB_COUNTED and MDB_PREFIX_COMPRESSION may change).  dst's old
+ *  pages are freed as mdb_drop frees them (readers of older snapshots keep
+ *  seeing the old dst); src's name is deleted from the main DB and its
+ *  handle closed for this txn, as mdb_drop(txn, src, 1) would, except that
+ *  its pages, now dst's, stay.  The dst handle keeps its comparators.  A
+ *  nested txn's abort restores both DBs (src's handle is then closed, as
+ *  after an aborted mdb_drop: open it by name again to use it later).
+ *
+ *  Errors: EINVAL for a core DB (free or main) or dst == src; EACCES in a
+ *  read txn; MDB_INCOMPATIBLE when the records differ in any flag other
+ *  than MDB_COUNTED and MDB_PREFIX_COMPRESSION (key and duplicate order
+ *  must be the same); EBUSY when a cursor of this txn (or of an enclosing
+ *  txn) is open on dst or src: close them first. */
+int mdb_dbi_replace(MDB_txn *txn, MDB_dbi dst, MDB_dbi src);
+
+/** Stored against decoded bytes of one DB, filled by mdb_footprint.
+ *  Zero the struct (memset) to start a walk; each call continues it. */
+typedef struct MDB_footprint {
+	mdb_size_t fp_branch_pages;	/* branch pages of the DB's tree */
+	mdb_size_t fp_leaf_pages;	/* leaf pages of the DB's tree (progress: done) */
+	mdb_size_t fp_leaf_total;	/* the DB record's leaf page count (progress: total) */
+	mdb_size_t fp_overflow_pages;	/* pages of big values */
+	mdb_size_t fp_dup_branch_pages;	/* branch pages of duplicate sub-trees (DUPSORT) */
+	mdb_size_t fp_dup_leaf_pages;	/* leaf pages of duplicate sub-trees */
+	mdb_size_t fp_subpages;		/* inline duplicate sub-pages */
+	mdb_size_t fp_prefix_pages;	/* leaves and sub-pages stored prefix-compressed */
+	mdb_size_t fp_keys;		/* distinct keys */
+	mdb_size_t fp_entries;		/* key/value pairs, every duplicate counted */
+	mdb_size_t fp_key_stored;	/* key bytes as stored (suffixes on compressed pages) */
+	mdb_size_t fp_key_decoded;	/* key bytes as returned by reads */
+	mdb_size_t fp_val_stored;	/* value bytes as stored (duplicates included) */
+	mdb_size_t fp_val_decoded;	/* value bytes as returned by reads */
+	mdb_size_t fp_anchor_bytes;	/* bytes the anchor records of compressed pages take */
+	int fp_done;			/* set when the walk is complete */
+	/* the walk's position: private */
+	unsigned fp_state, fp_depth, fp_fresh;
+	mdb_size_t fp_txnid, fp_gen, fp_root;
+	unsigned short fp_ki[32];
+} MDB_footprint;
+
+/** Walk up to max_leaves more leaf pages of dbi's tree (with the duplicates
+ *  and big values hanging off them) and add what they hold to *fp; sets
+ *  fp_done at the end of the tree.  Key sizes are those of leaf keys (not
+ *  branch separators); on a prefix-compressed page a key's stored size is
+ *  its suffix and its decoded size shared prefix plus suffix, elsewhere the
+ *  two are equal.  Every call of one walk must use the same txn, and the
+ *  DB must not change in between (else EINVAL).  MDB_CORRUPTED on a page
+ *  the walk cannot follow safely. */
+int mdb_footprint(MDB_txn *txn, MDB_dbi dbi, MDB_footprint *fp, mdb_size_t max_leaves);
 
 /* ---- reader table ------------------------------------------------------------------------- */
 

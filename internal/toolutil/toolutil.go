@@ -1,5 +1,5 @@
 // Package toolutil holds what the command-line tools (lmdb_stat, lmdb_copy,
-// lmdb_dump, lmdb_load, lmdb_check) share: a small getopt-style option
+// lmdb_dump, lmdb_load, lmdb_check, lmdb_convert) share: a small getopt-style option
 // parser (the tools accept the same single-letter option clusters as LMDB's
 // C utilities, such as "-ef" or "-fff"), the process entry point that turns
 // a run function's error into an exit status, environment opening, and a
