@@ -49,16 +49,14 @@ var convCases = []convCase{
 }
 
 // convRuns are the encoding flags the round-trip and reader tests switch on
-// and back off, each with the database kinds it is tried on. (DupSort
-// kinds join the PrefixCompression runs once the engine compresses
-// duplicates: until then it refuses to create such a database.)
+// and back off, each with the database kinds it is tried on.
 var convRuns = []struct {
 	sw    uint
 	cases []convCase
 }{
 	{lmdb.Counted, convCases},
-	{lmdb.PrefixCompression, convCases[:1]},
-	{lmdb.Counted | lmdb.PrefixCompression, convCases[:1]},
+	{lmdb.PrefixCompression, convCases},
+	{lmdb.Counted | lmdb.PrefixCompression, convCases},
 }
 
 // convSwitch is opts changed to switch the flags in bits on (or off).
@@ -238,7 +236,7 @@ func convEnv(t *testing.T) *lmdb.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.SetMaxDBs(8)
+	env.SetMaxDBs(32) // each (run, kind) pair makes a DB and its temporary copy
 	env.SetMapSize(256 << 20)
 	// NoSync: the tests commit many small txns and need no durability
 	if err := env.Open(t.TempDir(), lmdb.NoSync, 0o600); err != nil {

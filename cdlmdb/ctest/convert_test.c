@@ -246,6 +246,9 @@ static void test_round_trips(MDB_env *env)
 		{"revdups", MDB_DUPSORT | MDB_REVERSEDUP, 40, 100, MDB_COUNTED},
 		{"plain", 0, 1, 40, MDB_PREFIX_COMPRESSION},
 		{"plain", 0, 1, 40, MDB_COUNTED | MDB_PREFIX_COMPRESSION},
+		{"dups", MDB_DUPSORT, 60, 200, MDB_PREFIX_COMPRESSION},
+		{"dupfix", MDB_DUPSORT | MDB_DUPFIXED, 64, 24, MDB_PREFIX_COMPRESSION},
+		{"revdups", MDB_DUPSORT | MDB_REVERSEDUP, 40, 100, MDB_COUNTED | MDB_PREFIX_COMPRESSION},
 	};
 	for (size_t i = 0; i < sizeof rounds / sizeof rounds[0]; i++) {
 		unsigned nkeys = (rounds[i].flags & MDB_DUPSORT ? 800 : 3000) * sc;
