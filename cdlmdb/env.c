@@ -245,8 +245,7 @@ int mdb_env_set_mapsize(MDB_env *env, mdb_size_t size)
 		env->e_mapsize = size;
 		return 0;
 	}
-	if (__atomic_load_n(&env->e_live_txns[0], __ATOMIC_SEQ_CST) |
-	    __atomic_load_n(&env->e_live_txns[1], __ATOMIC_SEQ_CST))
+	if (__atomic_load_n(&env->e_live_txns, __ATOMIC_SEQ_CST))
 		return EINVAL;
 	const dl_meta *m = dlmdb_meta_newest(env, 0);
 	if (!m)

@@ -260,7 +260,8 @@ typedef struct dl_dbx {
 	void *x_relctx;
 	unsigned x_seq;		/* bumped when the slot takes another name (dbi.c) */
 	int x_used;		/* 0: free; x_name, if any, is the name it had last */
-	unsigned x_freed;	/* e_dbepoch when it was freed */
+	int x_binders;		/* live txn families that resolved the slot's current
+				 * handle (DL_DBS_COUNTED): it takes another name only at 0 */
 	MDB_txn *x_owner;	/* top txn of the family that registered the handle, until
 				 * that txn ends or another txn opens it too; NULL after */
 } dl_dbx;
@@ -272,6 +273,8 @@ typedef struct dl_dbx {
 #define DL_DBS_NEW 0x08		/* handle opened in this txn */
 #define DL_DBS_EMPTIED 0x10	/* a delete in this txn emptied the DB: on a child's
 				 * commit the parent's cursors lose their position */
+#define DL_DBS_COUNTED 0x20	/* this txn family is counted in the slot's x_binders
+				 * (dbi.c); kept when the handle is dropped or closed */
 
 /* txn flags */
 #define DL_T_RDONLY 0x01
@@ -312,7 +315,6 @@ struct MDB_txn {
 	MDB_cursor *t_cursors;	/* open user cursors (linked by c_next) */
 	dl_reader *t_slot;	/* read txns: our reader slot */
 	uint64_t t_gen;		/* bumped on every tree change */
-	unsigned t_dbepoch;	/* top-level txns: the handle epoch it began in */
 	/* write txns only */
 	dl_dirty t_dirty;	/* pages copied or allocated by this txn */
 	dl_pgl t_freed;		/* committed pages released by this txn */
@@ -395,11 +397,8 @@ struct MDB_env {
 	size_t e_nodemax;	/* largest leaf node kept inline */
 	pid_t e_pid;
 	int e_opened;
-	/* top-level txns of this env currently open, by the parity of the
-	 * handle epoch they began in (dbi.c: when a freed slot may take
-	 * another name) */
-	int e_live_txns[2];
-	unsigned e_dbepoch;
+	/* top-level txns of this env currently open (mdb_env_set_mapsize) */
+	int e_live_txns;
 	MDB_txn *e_wtxn;	/* the top-level write txn, if any */
 	/* writer lock stranded by a txn ended on the wrong thread (lock.c):
 	 * 0, or the holder's kernel thread id (-1: not known) */
@@ -735,27 +734,19 @@ static inline void dlmdb_txn_changed(MDB_txn *txn, MDB_cursor *except)
 	txn->t_gen++;
 }
 DL_HIDDEN int dlmdb_db_refresh(MDB_txn *txn, MDB_dbi dbi);
-/* A top-level txn begins (before it copies the handle table) or ends: it
- * joins or leaves the count of live txns of the current handle epoch.
- * Joining re-checks the epoch, so that a member of epoch e keeps the
- * epoch from passing e + 1 while it lives (dbi.c). */
+/* A top-level txn begins or ends: it joins or leaves the count of live
+ * txns (mdb_env_set_mapsize refuses to resize under one). */
 static inline void dlmdb_txn_enter(MDB_txn *txn)
 {
-	MDB_env *env = txn->t_env;
-	for (;;) {
-		unsigned e = __atomic_load_n(&env->e_dbepoch, __ATOMIC_SEQ_CST);
-		__atomic_add_fetch(&env->e_live_txns[e & 1], 1, __ATOMIC_SEQ_CST);
-		if (DL_LIKELY(__atomic_load_n(&env->e_dbepoch, __ATOMIC_SEQ_CST) == e)) {
-			txn->t_dbepoch = e;
-			return;
-		}
-		__atomic_sub_fetch(&env->e_live_txns[e & 1], 1, __ATOMIC_SEQ_CST);
-	}
+	__atomic_add_fetch(&txn->t_env->e_live_txns, 1, __ATOMIC_SEQ_CST);
 }
 static inline void dlmdb_txn_leave(MDB_txn *txn)
 {
-	__atomic_sub_fetch(&txn->t_env->e_live_txns[txn->t_dbepoch & 1], 1, __ATOMIC_SEQ_CST);
+	__atomic_sub_fetch(&txn->t_env->e_live_txns, 1, __ATOMIC_SEQ_CST);
 }
+/* dbi.c: a txn ends (top-level, or a child that aborts): it leaves the
+ * binder counts it joined (that its parent, if any, has not) */
+DL_HIDDEN void dlmdb_dbis_release(MDB_txn *txn);
 DL_HIDDEN int dlmdb_dbi_ok(MDB_txn *txn, MDB_dbi dbi);
 
 /* freelist.c */
