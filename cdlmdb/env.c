@@ -113,7 +113,7 @@ int mdb_env_open(MDB_env *env, const char *path, unsigned int flags, mdb_mode_t 
 	}
 	dl_meta meta;
 	unsigned psize = 0;
-	rc = dlmdb_meta_read_file(env->e_fd, &meta, &psize, 0);
+	rc = dlmdb_meta_read_file(env->e_fd, &meta, &psize, 0, dlmdb_meta_failed(env));
 	int fresh = 0;
 	if (rc == ENOENT) {
 		if (flags & MDB_RDONLY) {

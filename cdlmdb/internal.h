@@ -237,14 +237,22 @@ typedef struct dl_lockhdr {
 	uint32_t l_format;		/* DL_LOCK_FORMAT, distinct from LMDB's */
 	volatile uint64_t l_txnid;	/* last committed txn */
 	volatile uint32_t l_numreaders;	/* slots ever handed out */
-	uint32_t l_pad[11];
+	uint32_t l_pad0;
+	/* 0, or the id of a commit whose meta write or sync failed and
+	 * whose meta may still be in the data file (meta.c): no meta with
+	 * this id or a later one is chosen until a commit of such an id
+	 * succeeds.  Kept when a first opener initialises the file */
+	volatile uint64_t l_failed;
+	uint32_t l_pad[8];
 	pthread_mutex_t l_wmutex __attribute__((aligned(64)));
 	pthread_mutex_t l_rmutex __attribute__((aligned(64)));
 } dl_lockhdr;
 
-/* "DLK2": readers choose the meta by l_txnid (meta.c); a process of the
- * earlier "DLK1" protocol must not share a live environment with us */
-#define DL_LOCK_FORMAT 0x444c4b33u	/* "DLK3" */
+/* readers choose the meta by l_txnid (meta.c), parked slots can be
+ * claimed (lock.c, since "DLK3"), and l_failed hides a failed commit's
+ * meta (since "DLK4"): a process of an earlier protocol must not share a
+ * live environment with us */
+#define DL_LOCK_FORMAT 0x444c4b34u	/* "DLK4" */
 #define DL_LCK_READERS_OFF 256u
 _Static_assert(sizeof(dl_lockhdr) <= DL_LCK_READERS_OFF, "lock header fits");
 
@@ -660,15 +668,19 @@ DL_HIDDEN int dlmdb_io_msync(int site, void *addr, size_t len, int how);
  * armed, the nth call of kind fails with err (a write: writes nothing;
  * DL_FAULT_SHORT: writes up to a 4 KiB boundary of the file and returns
  * that length instead, if the write crosses one;
- * DL_FAULT_LEAVE: writes it all, then fails), and with
- * DL_FAULT_STICKY so does every later call of that kind */
+ * DL_FAULT_LEAVE: the nth writes it all, then fails), and with
+ * DL_FAULT_STICKY so does every later call of that kind (writing nothing);
+ * DL_FAULT_BREAK (syncs): from the nth sync on every write fails too */
 #define DL_FAULT_WRITE 0
 #define DL_FAULT_SYNC 1
 #define DL_FAULT_STICKY 0x1
 #define DL_FAULT_SHORT 0x2
 #define DL_FAULT_LEAVE 0x4	/* a failed write still writes its bytes */
+#define DL_FAULT_BREAK 0x8	/* a failed sync makes all later writes fail */
 void dlmdb_fault_reset(void);
 void dlmdb_fault_arm(int kind, unsigned long nth, int err, unsigned how);
+/* the same, aimed at the first call of kind made at site (DL_IO_*) */
+void dlmdb_fault_arm_at(int kind, int site, int err, unsigned how);
 unsigned long dlmdb_fault_calls(int kind);
 /* calls of site that were failed (or cut short) since the last reset */
 unsigned long dlmdb_fault_hits(int site);
@@ -701,7 +713,10 @@ DL_HIDDEN void dlmdb_reader_park(MDB_env *env, dl_reader *slot);
 DL_HIDDEN txnid_t dlmdb_oldest_reader(MDB_env *env, txnid_t dflt);
 
 /* meta.c */
-DL_HIDDEN int dlmdb_meta_read_file(int fd, dl_meta *out, unsigned *psize, int prev);
+/* failed: the lock file's l_failed (0: none), see dlmdb_meta_failed */
+DL_HIDDEN int dlmdb_meta_read_file(int fd, dl_meta *out, unsigned *psize, int prev, txnid_t failed);
+/* the failed commit id the meta choice must skip (l_failed), or 0 */
+DL_HIDDEN txnid_t dlmdb_meta_failed(const MDB_env *env);
 DL_HIDDEN const dl_meta *dlmdb_meta_newest(MDB_env *env, int prev);
 /* the same choice without the structural check (the caller does it) */
 DL_HIDDEN const dl_meta *dlmdb_meta_pick(MDB_env *env, int prev);
