@@ -556,6 +556,8 @@ static int audit_named(struct audit *a)
 		const dl_dbrec *use = &rec;
 		MDB_cmp_func *cmp = dlmdb_cmp_for(rec.d_flags);
 		a->dcmp = dup_order(rec.d_flags);
+		/* the mutex: a slot nobody counts may take another name meanwhile */
+		pthread_mutex_lock(&env->e_dbimutex);
 		for (unsigned i = DL_CORE_DBS; i < txn->t_numdbs; i++) {
 			dl_dbx *x = &env->e_dbx[i];
 			if (!x->x_used || x->x_namelen != k.mv_size ||
@@ -568,6 +570,7 @@ static int audit_named(struct audit *a)
 			if (x->x_dcmp)
 				a->dcmp = x->x_dcmp;
 		}
+		pthread_mutex_unlock(&env->e_dbimutex);
 		dl_dbrec copy = *use;
 		if ((rc = audit_tree(a, &copy, cmp, name)))
 			return rc;

@@ -44,17 +44,18 @@ static void dbx_change_done(MDB_env *env)
  * Closing a slot (mdb_dbi_close, mdb_drop with del) only frees it for
  * later registrations: it keeps its name and x_seq, so txns that have it
  * bound go on using the DB their view holds.  x_seq changes only when a
- * slot is registered under another name (a txn that finds its binding's
- * x_seq gone stale gets MDB_BAD_DBI), and that waits until no txn can
- * have the slot bound: every top-level txn counts itself in the handle
- * epoch it began in (dlmdb_txn_enter); the epoch moves from e to e + 1
- * only when no txn of epoch e - 1 is left, so a txn of epoch e keeps it
- * at e + 1 at most, and a slot freed in epoch f may take another name
- * from epoch f + 2 on (every txn that could have bound it has ended).
+ * slot is registered under another name, and that waits until no live txn
+ * has resolved the slot's current handle: x_binders counts the txn
+ * families (a top-level txn with its children) that did, each once
+ * (DL_DBS_COUNTED in its t_dbstate), from the resolution until the top
+ * txn ends (commit, abort, reset) or the child that resolved it aborts.
+ * A binding taken at txn begin and not used yet is not counted: if the
+ * slot is renamed before its first use, that use finds x_seq changed and
+ * answers MDB_BAD_DBI, as LMDB does for a write txn; the first use
+ * (dlmdb_db_refresh) joins the count in a way no rename can slip past.
  * Registration prefers a free slot that had the same name, then one never
- * used, then a free one past that wait, then one past that wait that only
- * the registering txn itself has bound (dbx_self_renamable); else
- * MDB_DBS_FULL.
+ * used, then a free one nobody counts, then one that only the registering
+ * txn itself counts (dbx_self_renamable); else MDB_DBS_FULL.
  *
  * A handle first registered by a txn that then aborts (or a reader that is
  * reset) is closed again, unless another txn family opened it meanwhile:
@@ -64,27 +65,33 @@ static void dbx_close(MDB_env *env, MDB_dbi dbi)
 {
 	dl_dbx *x = &env->e_dbx[dbi];
 	dbx_change_start(env);
-	__atomic_store_n(&x->x_used, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&x->x_used, 0, __ATOMIC_SEQ_CST);
 	x->x_owner = NULL;
-	x->x_freed = env->e_dbepoch;
 	dbx_change_done(env);
 }
 
-/* Move the handle epoch on as far as the live txns other than self (the
- * top txn registering a handle) allow (e_dbimutex held).  Leaving self out
- * is safe because dbx_pick never renames a slot the registering txn has
- * bound; every other live txn still stops one of the two steps a freed
- * slot waits for. */
-static void epoch_advance(MDB_env *env, const MDB_txn *self)
+/* txn's family joins the binders of slot (not counted yet) */
+static void dbi_count(MDB_txn *txn, unsigned slot)
 {
-	for (int i = 0; i < 2; i++) {
-		unsigned cur = env->e_dbepoch;
-		int live = __atomic_load_n(&env->e_live_txns[(cur + 1) & 1], __ATOMIC_SEQ_CST);
-		if (((self->t_dbepoch ^ (cur + 1)) & 1) == 0)
-			live--;
-		if (live)
-			return;	/* txns of epoch cur - 1 are still live */
-		__atomic_store_n(&env->e_dbepoch, cur + 1, __ATOMIC_SEQ_CST);
+	if (txn->t_dbstate[slot] & DL_DBS_COUNTED)
+		return;
+	__atomic_add_fetch(&txn->t_env->e_dbx[slot].x_binders, 1, __ATOMIC_SEQ_CST);
+	txn->t_dbstate[slot] |= DL_DBS_COUNTED;
+}
+
+void dlmdb_dbis_release(MDB_txn *txn)
+{
+	MDB_env *env = txn->t_env;
+	const MDB_txn *p = txn->t_parent;
+	if (!env->e_dbx)
+		return;
+	for (unsigned i = DL_CORE_DBS; i < txn->t_numdbs; i++) {
+		if (!(txn->t_dbstate[i] & DL_DBS_COUNTED))
+			continue;
+		txn->t_dbstate[i] &= (unsigned char)~DL_DBS_COUNTED;
+		if (p && i < p->t_numdbs && (p->t_dbstate[i] & DL_DBS_COUNTED))
+			continue;	/* the parent's count, not ours to give up */
+		__atomic_sub_fetch(&env->e_dbx[i].x_binders, 1, __ATOMIC_SEQ_CST);
 	}
 }
 
@@ -145,12 +152,14 @@ static unsigned dbx_pick(MDB_env *env, const char *name, size_t len, const MDB_t
 			continue;
 		if (dbx_named(x, name, len))
 			return i;
-		if (any || env->e_dbepoch - x->x_freed < 2)
+		if (any)
 			continue;
-		if (!(i < txn->t_numdbs && (txn->t_dbstate[i] & DL_DBS_VALID)))
+		int n = __atomic_load_n(&x->x_binders, __ATOMIC_SEQ_CST);
+		if (n == 0)
 			any = i;
-		else if (!self && dbx_self_renamable(txn, i))
-			self = i;
+		else if (n == 1 && !self && i < txn->t_numdbs &&
+		    (txn->t_dbstate[i] & DL_DBS_COUNTED) && dbx_self_renamable(txn, i))
+			self = i;	/* its count carries over to the new name */
 	}
 	if (env->e_numdbs < env->e_maxdbs)
 		return env->e_numdbs;
@@ -180,21 +189,24 @@ static void dbx_register(MDB_env *env, unsigned slot, const char *name, size_t l
 		old = x->x_name;
 		x->x_name = dup;
 		x->x_namelen = len;
-		__atomic_store_n(&x->x_seq, x->x_seq + 1, __ATOMIC_RELAXED);
+		/* before x_used: a first use that sees the slot in use sees
+		 * the new x_seq too (dlmdb_db_refresh) */
+		__atomic_store_n(&x->x_seq, x->x_seq + 1, __ATOMIC_SEQ_CST);
 	}
 	x->x_rel = NULL;
 	x->x_relctx = NULL;
 	dbx_set_cmp(x, dbflags);
 	x->x_owner = owner;
-	__atomic_store_n(&x->x_used, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&x->x_used, 1, __ATOMIC_SEQ_CST);
 	if (slot >= env->e_numdbs)
 		__atomic_store_n(&env->e_numdbs, slot + 1, __ATOMIC_RELAXED);
 	dbx_change_done(env);
 	free(old);
 }
 
-/* Bind slot in txn to rec (e_dbimutex held): the txn resolved the handle.
- * A handle another family registered is no longer theirs to take back. */
+/* Bind slot in txn to rec (e_dbimutex held): the txn resolved the handle
+ * and joins its binders.  A handle another family registered is no longer
+ * theirs to take back. */
 static void dbi_bind(MDB_txn *txn, unsigned slot, const dl_dbrec *rec, unsigned state)
 {
 	dl_dbx *x = &txn->t_env->e_dbx[slot];
@@ -203,8 +215,9 @@ static void dbi_bind(MDB_txn *txn, unsigned slot, const dl_dbrec *rec, unsigned 
 	if (slot >= txn->t_numdbs)
 		txn->t_numdbs = slot + 1;
 	txn->t_dbs[slot] = *rec;
-	txn->t_dbstate[slot] = (unsigned char)state;
+	txn->t_dbstate[slot] = (unsigned char)(state | (txn->t_dbstate[slot] & DL_DBS_COUNTED));
 	txn->t_dbseq[slot] = x->x_seq;
+	dbi_count(txn, slot);
 }
 
 int dlmdb_dbrec_lookup(MDB_txn *txn, const char *name, size_t len, dl_dbrec *rec)
@@ -289,9 +302,8 @@ int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *db
 		*dbi = mine;
 		return 0;
 	}
-	if (!slot)
-		epoch_advance(env, txn_top(txn));
-	if (!slot && !dbx_pick(env, name, len, txn)) {
+	unsigned fresh = slot ? 0 : dbx_pick(env, name, len, txn);
+	if (!slot && !fresh) {
 		rc = MDB_DBS_FULL;
 		goto out;
 	}
@@ -327,7 +339,7 @@ int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *db
 	}
 	if (!slot) {
 		memcpy(dup, name, len + 1);	/* dbx_register frees it if not needed */
-		slot = dbx_pick(env, name, len, txn);
+		slot = fresh;	/* still free: the mutex was held all along */
 		dbx_register(env, slot, name, len, dup, rec.d_flags, txn_top(txn));
 		dup = NULL;
 		state |= DL_DBS_NEW;
@@ -400,7 +412,7 @@ int mdb_drop(MDB_txn *txn, MDB_dbi dbi, int del)
 		}
 		if (rc)
 			return DL_TXN_FAIL(txn, rc);
-		txn->t_dbstate[dbi] = 0;
+		txn->t_dbstate[dbi] &= DL_DBS_COUNTED;	/* counted till the txn ends */
 		mdb_dbi_close(env, dbi);
 		return 0;
 	}

@@ -113,7 +113,7 @@ int mdb_env_open(MDB_env *env, const char *path, unsigned int flags, mdb_mode_t 
 	}
 	dl_meta meta;
 	unsigned psize = 0;
-	rc = dlmdb_meta_read_file(env->e_fd, &meta, &psize, 0);
+	rc = dlmdb_meta_read_file(env->e_fd, &meta, &psize, 0, dlmdb_meta_failed(env));
 	int fresh = 0;
 	if (rc == ENOENT) {
 		if (flags & MDB_RDONLY) {
@@ -245,8 +245,7 @@ int mdb_env_set_mapsize(MDB_env *env, mdb_size_t size)
 		env->e_mapsize = size;
 		return 0;
 	}
-	if (__atomic_load_n(&env->e_live_txns[0], __ATOMIC_SEQ_CST) |
-	    __atomic_load_n(&env->e_live_txns[1], __ATOMIC_SEQ_CST))
+	if (__atomic_load_n(&env->e_live_txns, __ATOMIC_SEQ_CST))
 		return EINVAL;
 	const dl_meta *m = dlmdb_meta_newest(env, 0);
 	if (!m)

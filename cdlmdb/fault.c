@@ -7,11 +7,14 @@
  * at a time: the nth write (pwrite or pwritev) or the nth sync (fdatasync
  * or msync) counted from the last reset fails with a chosen errno, once
  * or from then on (sticky).  A failed write writes nothing (or, asked
- * to, writes everything and still reports the error); a short one
+ * to, the nth writes everything and still reports the error, and later
+ * sticky failures write nothing); a short one
  * writes up to the last 4 KiB block boundary inside what was asked and
  * reports that length, as a write that ran out of space midway does (a
  * write within one block cannot be cut short: it fails instead).  A failed sync does not sync:
- * what was written stays in the page cache, as after a real EIO.
+ * what was written stays in the page cache, as after a real EIO; asked
+ * to (DL_FAULT_BREAK), the nth sync also makes every write from then on
+ * fail with the same errno, writing nothing, as a device gone bad does.
  */
 #include "internal.h"
 
@@ -22,6 +25,7 @@ static struct {
 	int err[2];
 	unsigned how[2];
 	unsigned long calls[2];
+	int at_site[2];		/* site + 1: arm nth at the first call made there */
 	unsigned long hits[DL_IO_NSITES];	/* failed calls */
 	unsigned long sites[DL_IO_NSITES];	/* all calls */
 	unsigned long shorts;
@@ -36,6 +40,14 @@ void dlmdb_fault_reset(void)
 void dlmdb_fault_arm(int kind, unsigned long nth, int err, unsigned how)
 {
 	flt.nth[kind] = nth;
+	flt.err[kind] = err;
+	flt.how[kind] = how;
+}
+
+void dlmdb_fault_arm_at(int kind, int site, int err, unsigned how)
+{
+	flt.nth[kind] = 0;
+	flt.at_site[kind] = site + 1;
 	flt.err[kind] = err;
 	flt.how[kind] = how;
 }
@@ -78,11 +90,16 @@ static size_t short_cut(off_t off, size_t len)
 }
 
 /* 0: let the call through; 1: cut it short (to cut bytes: only a write
- * across a block boundary can be); 2: fail it */
+ * across a block boundary can be); 2: fail it (the nth call), 3: fail it
+ * (a later call of a sticky fault) */
 static int fault_decide(int kind, int site, size_t cut)
 {
 	unsigned long n = __atomic_add_fetch(&flt.calls[kind], 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&flt.sites[site], 1, __ATOMIC_RELAXED);
+	if (flt.at_site[kind] == site + 1) {
+		flt.at_site[kind] = 0;
+		flt.nth[kind] = n;
+	}
 	unsigned long at = flt.nth[kind];
 	if (!at || n < at || (n > at && !(flt.how[kind] & DL_FAULT_STICKY)))
 		return 0;
@@ -91,7 +108,12 @@ static int fault_decide(int kind, int site, size_t cut)
 		return 1;
 	}
 	__atomic_add_fetch(&flt.hits[site], 1, __ATOMIC_RELAXED);
-	return 2;
+	if (n == at && kind == DL_FAULT_SYNC && (flt.how[kind] & DL_FAULT_BREAK)) {
+		flt.nth[DL_FAULT_WRITE] = flt.calls[DL_FAULT_WRITE] + 1;
+		flt.err[DL_FAULT_WRITE] = flt.err[kind];
+		flt.how[DL_FAULT_WRITE] = DL_FAULT_STICKY;
+	}
+	return n == at ? 2 : 3;
 }
 
 ssize_t dlmdb_io_pwrite(int site, int fd, const void *buf, size_t len, off_t off)
@@ -100,7 +122,7 @@ ssize_t dlmdb_io_pwrite(int site, int fd, const void *buf, size_t len, off_t off
 	int f = fault_decide(DL_FAULT_WRITE, site, cut);
 	if (f == 1)
 		return pwrite(fd, buf, cut, off);
-	if (f && (flt.how[DL_FAULT_WRITE] & DL_FAULT_LEAVE))
+	if (f == 2 && (flt.how[DL_FAULT_WRITE] & DL_FAULT_LEAVE))
 		(void)pwrite(fd, buf, len, off);
 	if (f) {
 		errno = flt.err[DL_FAULT_WRITE];
@@ -129,7 +151,7 @@ ssize_t dlmdb_io_pwritev(int site, int fd, const struct iovec *iov, int cnt, off
 		}
 		return pwritev(fd, part, k, off);
 	}
-	if (f && (flt.how[DL_FAULT_WRITE] & DL_FAULT_LEAVE))
+	if (f == 2 && (flt.how[DL_FAULT_WRITE] & DL_FAULT_LEAVE))
 		(void)pwritev(fd, iov, cnt, off);
 	if (f) {
 		errno = flt.err[DL_FAULT_WRITE];

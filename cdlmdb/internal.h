@@ -238,14 +238,22 @@ typedef struct dl_lockhdr {
 	uint32_t l_format;		/* DL_LOCK_FORMAT, distinct from LMDB's */
 	volatile uint64_t l_txnid;	/* last committed txn */
 	volatile uint32_t l_numreaders;	/* slots ever handed out */
-	uint32_t l_pad[11];
+	uint32_t l_pad0;
+	/* 0, or the id of a commit whose meta write or sync failed and
+	 * whose meta may still be in the data file (meta.c): no meta with
+	 * this id or a later one is chosen until a commit of such an id
+	 * succeeds.  Kept when a first opener initialises the file */
+	volatile uint64_t l_failed;
+	uint32_t l_pad[8];
 	pthread_mutex_t l_wmutex __attribute__((aligned(64)));
 	pthread_mutex_t l_rmutex __attribute__((aligned(64)));
 } dl_lockhdr;
 
-/* "DLK2": readers choose the meta by l_txnid (meta.c); a process of the
- * earlier "DLK1" protocol must not share a live environment with us */
-#define DL_LOCK_FORMAT 0x444c4b33u	/* "DLK3" */
+/* readers choose the meta by l_txnid (meta.c), parked slots can be
+ * claimed (lock.c, since "DLK3"), and l_failed hides a failed commit's
+ * meta (since "DLK4"): a process of an earlier protocol must not share a
+ * live environment with us */
+#define DL_LOCK_FORMAT 0x444c4b34u	/* "DLK4" */
 #define DL_LCK_READERS_OFF 256u
 _Static_assert(sizeof(dl_lockhdr) <= DL_LCK_READERS_OFF, "lock header fits");
 
@@ -261,7 +269,8 @@ typedef struct dl_dbx {
 	void *x_relctx;
 	unsigned x_seq;		/* bumped when the slot takes another name (dbi.c) */
 	int x_used;		/* 0: free; x_name, if any, is the name it had last */
-	unsigned x_freed;	/* e_dbepoch when it was freed */
+	int x_binders;		/* live txn families that resolved the slot's current
+				 * handle (DL_DBS_COUNTED): it takes another name only at 0 */
 	MDB_txn *x_owner;	/* top txn of the family that registered the handle, until
 				 * that txn ends or another txn opens it too; NULL after */
 } dl_dbx;
@@ -273,6 +282,8 @@ typedef struct dl_dbx {
 #define DL_DBS_NEW 0x08		/* handle opened in this txn */
 #define DL_DBS_EMPTIED 0x10	/* a delete in this txn emptied the DB: on a child's
 				 * commit the parent's cursors lose their position */
+#define DL_DBS_COUNTED 0x20	/* this txn family is counted in the slot's x_binders
+				 * (dbi.c); kept when the handle is dropped or closed */
 
 /* txn flags */
 #define DL_T_RDONLY 0x01
@@ -313,7 +324,6 @@ struct MDB_txn {
 	MDB_cursor *t_cursors;	/* open user cursors (linked by c_next) */
 	dl_reader *t_slot;	/* read txns: our reader slot */
 	uint64_t t_gen;		/* bumped on every tree change */
-	unsigned t_dbepoch;	/* top-level txns: the handle epoch it began in */
 	/* write txns only */
 	dl_dirty t_dirty;	/* pages copied or allocated by this txn */
 	dl_pgl t_freed;		/* committed pages released by this txn */
@@ -417,11 +427,8 @@ struct MDB_env {
 	size_t e_nodemax;	/* largest leaf node kept inline */
 	pid_t e_pid;
 	int e_opened;
-	/* top-level txns of this env currently open, by the parity of the
-	 * handle epoch they began in (dbi.c: when a freed slot may take
-	 * another name) */
-	int e_live_txns[2];
-	unsigned e_dbepoch;
+	/* top-level txns of this env currently open (mdb_env_set_mapsize) */
+	int e_live_txns;
 	MDB_txn *e_wtxn;	/* the top-level write txn, if any */
 	/* writer lock stranded by a txn ended on the wrong thread (lock.c):
 	 * 0, or the holder's kernel thread id (-1: not known) */
@@ -765,15 +772,19 @@ DL_HIDDEN int dlmdb_io_msync(int site, void *addr, size_t len, int how);
  * armed, the nth call of kind fails with err (a write: writes nothing;
  * DL_FAULT_SHORT: writes up to a 4 KiB boundary of the file and returns
  * that length instead, if the write crosses one;
- * DL_FAULT_LEAVE: writes it all, then fails), and with
- * DL_FAULT_STICKY so does every later call of that kind */
+ * DL_FAULT_LEAVE: the nth writes it all, then fails), and with
+ * DL_FAULT_STICKY so does every later call of that kind (writing nothing);
+ * DL_FAULT_BREAK (syncs): from the nth sync on every write fails too */
 #define DL_FAULT_WRITE 0
 #define DL_FAULT_SYNC 1
 #define DL_FAULT_STICKY 0x1
 #define DL_FAULT_SHORT 0x2
 #define DL_FAULT_LEAVE 0x4	/* a failed write still writes its bytes */
+#define DL_FAULT_BREAK 0x8	/* a failed sync makes all later writes fail */
 void dlmdb_fault_reset(void);
 void dlmdb_fault_arm(int kind, unsigned long nth, int err, unsigned how);
+/* the same, aimed at the first call of kind made at site (DL_IO_*) */
+void dlmdb_fault_arm_at(int kind, int site, int err, unsigned how);
 unsigned long dlmdb_fault_calls(int kind);
 /* calls of site that were failed (or cut short) since the last reset */
 unsigned long dlmdb_fault_hits(int site);
@@ -806,7 +817,10 @@ DL_HIDDEN void dlmdb_reader_park(MDB_env *env, dl_reader *slot);
 DL_HIDDEN txnid_t dlmdb_oldest_reader(MDB_env *env, txnid_t dflt);
 
 /* meta.c */
-DL_HIDDEN int dlmdb_meta_read_file(int fd, dl_meta *out, unsigned *psize, int prev);
+/* failed: the lock file's l_failed (0: none), see dlmdb_meta_failed */
+DL_HIDDEN int dlmdb_meta_read_file(int fd, dl_meta *out, unsigned *psize, int prev, txnid_t failed);
+/* the failed commit id the meta choice must skip (l_failed), or 0 */
+DL_HIDDEN txnid_t dlmdb_meta_failed(const MDB_env *env);
 DL_HIDDEN const dl_meta *dlmdb_meta_newest(MDB_env *env, int prev);
 /* the same choice without the structural check (the caller does it) */
 DL_HIDDEN const dl_meta *dlmdb_meta_pick(MDB_env *env, int prev);
@@ -839,27 +853,19 @@ static inline void dlmdb_txn_changed(MDB_txn *txn, MDB_cursor *except)
 	txn->t_gen++;
 }
 DL_HIDDEN int dlmdb_db_refresh(MDB_txn *txn, MDB_dbi dbi);
-/* A top-level txn begins (before it copies the handle table) or ends: it
- * joins or leaves the count of live txns of the current handle epoch.
- * Joining re-checks the epoch, so that a member of epoch e keeps the
- * epoch from passing e + 1 while it lives (dbi.c). */
+/* A top-level txn begins or ends: it joins or leaves the count of live
+ * txns (mdb_env_set_mapsize refuses to resize under one). */
 static inline void dlmdb_txn_enter(MDB_txn *txn)
 {
-	MDB_env *env = txn->t_env;
-	for (;;) {
-		unsigned e = __atomic_load_n(&env->e_dbepoch, __ATOMIC_SEQ_CST);
-		__atomic_add_fetch(&env->e_live_txns[e & 1], 1, __ATOMIC_SEQ_CST);
-		if (DL_LIKELY(__atomic_load_n(&env->e_dbepoch, __ATOMIC_SEQ_CST) == e)) {
-			txn->t_dbepoch = e;
-			return;
-		}
-		__atomic_sub_fetch(&env->e_live_txns[e & 1], 1, __ATOMIC_SEQ_CST);
-	}
+	__atomic_add_fetch(&txn->t_env->e_live_txns, 1, __ATOMIC_SEQ_CST);
 }
 static inline void dlmdb_txn_leave(MDB_txn *txn)
 {
-	__atomic_sub_fetch(&txn->t_env->e_live_txns[txn->t_dbepoch & 1], 1, __ATOMIC_SEQ_CST);
+	__atomic_sub_fetch(&txn->t_env->e_live_txns, 1, __ATOMIC_SEQ_CST);
 }
+/* dbi.c: a txn ends (top-level, or a child that aborts): it leaves the
+ * binder counts it joined (that its parent, if any, has not) */
+DL_HIDDEN void dlmdb_dbis_release(MDB_txn *txn);
 DL_HIDDEN int dlmdb_dbi_ok(MDB_txn *txn, MDB_dbi dbi);
 
 /* freelist.c */

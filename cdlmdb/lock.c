@@ -113,7 +113,12 @@ int dlmdb_lock_open(MDB_env *env, const char *lpath, int mode, int *excl)
 	env->e_lcksize = want;
 	dl_lockhdr *h = env->e_lck;
 	if (*excl) {
+		/* a failed commit's id outlives the handles that saw it fail: the
+		 * data file may still hold its meta (meta.c, meta_take_back) */
+		uint64_t failed = (h->l_magic == DL_MAGIC && h->l_format == DL_LOCK_FORMAT) ?
+			h->l_failed : 0;
 		memset(h, 0, sizeof *h);
+		h->l_failed = failed;
 		if ((rc = mutex_setup(&h->l_wmutex)) || (rc = mutex_setup(&h->l_rmutex)))
 			return rc;
 		h->l_txnid = 0;

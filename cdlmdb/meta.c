@@ -103,6 +103,32 @@ static int read_one(int fd, off_t off, dl_meta *m)
 	return 0;
 }
 
+txnid_t dlmdb_meta_failed(const MDB_env *env)
+{
+	return env->e_lck ? __atomic_load_n(&env->e_lck->l_failed, __ATOMIC_ACQUIRE) : 0;
+}
+
+/*
+ * Which of two metas with ids ta, tb (0 or 1) is the newest, or with prev
+ * the older.  failed (the lock file's l_failed, see meta_take_back): a
+ * meta of that id or later is the failed commit's, or was written over
+ * it by a commit that has not returned yet, and the other page holds the
+ * last acknowledged commit; such a meta is never chosen while the other
+ * is not one.  Both at failed or later: the record is not about this
+ * file (say, a data file put in place later) and is ignored.
+ */
+static int meta_choose(txnid_t ta, txnid_t tb, int prev, txnid_t failed)
+{
+	if (DL_UNLIKELY(failed)) {
+		int fa = ta >= failed, fb = tb >= failed;
+		if (fa != fb)
+			return fa;
+	}
+	if (prev)
+		return ta < tb ? 0 : 1;
+	return ta > tb ? 0 : 1;
+}
+
 /*
  * A damaged meta page is an error, never a reason to use the other one:
  * falling back would silently drop the newest commits (or, for the older
@@ -112,7 +138,7 @@ static int read_one(int fd, off_t off, dl_meta *m)
  * the structural check, since the other may be mid-rewrite by a writer in
  * another process.
  */
-int dlmdb_meta_read_file(int fd, dl_meta *out, unsigned *psize, int prev)
+int dlmdb_meta_read_file(int fd, dl_meta *out, unsigned *psize, int prev, txnid_t failed)
 {
 	dl_meta m[DL_NMETAS];
 	unsigned ps = 0;
@@ -124,11 +150,7 @@ int dlmdb_meta_read_file(int fd, dl_meta *out, unsigned *psize, int prev)
 			return rc;
 		ps = m[i].m_dbs[DL_FREE_DBI].d_pad;
 	}
-	const dl_meta *pick;
-	if (prev)
-		pick = m[0].m_txnid < m[1].m_txnid ? &m[0] : &m[1];
-	else
-		pick = m[0].m_txnid > m[1].m_txnid ? &m[0] : &m[1];
+	const dl_meta *pick = &m[meta_choose(m[0].m_txnid, m[1].m_txnid, prev, failed)];
 	int rc = dlmdb_meta_check(pick, ps);
 	if (rc)
 		return rc;
@@ -157,7 +179,7 @@ const dl_meta *dlmdb_meta_pick(MDB_env *env, int prev)
 	dl_meta *a = meta_in_map(env, 0), *b = meta_in_map(env, 1);
 	txnid_t ta = __atomic_load_n(&a->m_txnid, __ATOMIC_ACQUIRE);
 	txnid_t tb = __atomic_load_n(&b->m_txnid, __ATOMIC_ACQUIRE);
-	return prev ? (ta < tb ? a : b) : (ta > tb ? a : b);
+	return meta_choose(ta, tb, prev, dlmdb_meta_failed(env)) ? b : a;
 }
 
 const dl_meta *dlmdb_meta_newest(MDB_env *env, int prev)
@@ -237,6 +259,18 @@ static int meta_sync(MDB_env *env, off_t base, int site)
  * panicked: every txn begin answers MDB_PANIC until it is reopened, since
  * the engine cannot know what the disk holds.
  *
+ * Before any of that the failed id goes into the lock file (l_failed), for
+ * the case that the write back fails too: every choice of a meta (the
+ * next writer of any handle, a reopen, readers choosing by the pages'
+ * txnids, meta_choose) passes over a meta of that id or a later one while
+ * the other page is older, and a first opener that initialises the lock
+ * file keeps the record.  The page is the one the next commit writes (its
+ * id is the failed one again, built on the last acknowledged meta), and
+ * once that commit's meta is written and synced the record is cleared
+ * (dlmdb_meta_write).  A writer killed between the two leaves the record
+ * on its own good meta: the commit after it, never acknowledged, is then
+ * passed over too, and the one after that writes the page once more.
+ *
  * How far this reaches:
  *  - without WRITEMAP the new meta got into the page cache only if its
  *    pwrite did (the failed call was the sync, or a write that reported an
@@ -245,8 +279,12 @@ static int meta_sync(MDB_env *env, off_t base, int site)
  *    meta and every handle, process and reopen sees the last acknowledged
  *    commit.  The write back is then synced (unless NOSYNC), best effort.
  *    If the write back itself fails and the failed write did leave its
- *    bytes behind, a later writer or reopen can find the failed commit;
- *    only this env's panic state refuses it.
+ *    bytes behind, the record in the lock file keeps every handle and
+ *    process from choosing the failed meta, and keeps a reopen from it as
+ *    long as the lock file survives (it is msynced, best effort, unless
+ *    NOSYNC).  Under NOLOCK there is no lock file: the record lives in
+ *    this handle only, and other handles or a reopen can then find the
+ *    failed commit.
  *  - under WRITEMAP the meta was stored through the shared map, which is
  *    the page cache: the kernel may write it to the disk at any moment
  *    after the store, before the msync that failed.  Stores cannot fail,
@@ -255,15 +293,23 @@ static int meta_sync(MDB_env *env, off_t base, int site)
  *    acknowledged commit.  The page is then msynced, best effort; if that
  *    too fails (the device is failing) the disk may keep the failed
  *    commit's meta, and since its data pages were synced before it, a
- *    reopen after a crash or power loss can show the failed commit.
+ *    reopen after a crash or power loss can show the failed commit, unless
+ *    the lock file with its record reached the disk too.
  *  - the same holds, without WRITEMAP, for a crash before the page written
  *    back reaches the disk: what survives a power loss after a failed sync
  *    is not in the engine's hands.
  */
-static void meta_take_back(MDB_env *env, const dl_meta *old, off_t base)
+static void meta_take_back(MDB_env *env, const dl_meta *old, off_t base, txnid_t id)
 {
 	size_t head = offsetof(dl_meta, m_txnid);
 	int rc = 0;
+	if (env->e_lck) {
+		/* before the page is touched: from here on no handle chooses
+		 * the failed meta, whatever the write back below achieves */
+		__atomic_store_n(&env->e_lck->l_failed, id, __ATOMIC_SEQ_CST);
+		if (env->e_lck != &env->e_nolock && !(env->e_flags & MDB_NOSYNC))
+			(void)DL_MSYNC(DL_IO_UNDO, env->e_lck, (size_t)sysconf(_SC_PAGESIZE), MS_SYNC);
+	}
 	if (env->e_flags & MDB_WRITEMAP) {
 		dl_meta *dst = (dl_meta *)(env->e_map + (size_t)base);
 		__atomic_store_n(&dst->m_txnid, old->m_txnid, __ATOMIC_RELEASE);
@@ -291,9 +337,7 @@ int dlmdb_meta_write(MDB_txn *txn)
 	 * and page size, checked here as dlmdb_meta_check would; address, map
 	 * size).  Its DB records and last page, the rest of that check, are
 	 * all replaced below. */
-	const dl_meta *a = meta_in_map(env, 0), *b = meta_in_map(env, 1);
-	const dl_meta *cur = __atomic_load_n(&a->m_txnid, __ATOMIC_ACQUIRE) >
-		__atomic_load_n(&b->m_txnid, __ATOMIC_ACQUIRE) ? a : b;
+	const dl_meta *cur = dlmdb_meta_pick(env, 0);
 	if (meta_identity(cur, env->e_psize))
 		return MDB_CORRUPTED;
 	*m = *cur;
@@ -335,8 +379,13 @@ int dlmdb_meta_write(MDB_txn *txn)
 	if (!rc && !(env->e_flags & (MDB_NOSYNC | MDB_NOMETASYNC)))
 		rc = meta_sync(env, base, DL_IO_MSYNC);
 	if (rc) {
-		meta_take_back(env, &old, base);
+		meta_take_back(env, &old, base, txn->t_id);
 		dlmdb_trust_reset(env);
+		return rc;
 	}
-	return rc;
+	/* this commit wrote over the page of a failed one: its id is ours now */
+	txnid_t failed = dlmdb_meta_failed(env);
+	if (DL_UNLIKELY(failed) && txn->t_id >= failed)
+		__atomic_store_n(&env->e_lck->l_failed, 0, __ATOMIC_SEQ_CST);
+	return 0;
 }

@@ -112,19 +112,37 @@ static int db_reload(MDB_txn *txn, MDB_dbi dbi, const dl_dbx *x)
 	return 0;
 }
 
-/* Reload a named DB's record from the main DB.  The slot of a handle that
- * was closed meanwhile keeps its name until it is registered again, under
- * e_dbimutex: read it under the mutex then. */
+/*
+ * Reload a named DB's record from the main DB (a handle bound at txn begin,
+ * at its first use): the txn family joins the slot's binders first (dbi.c),
+ * which keeps the slot's name from changing.  Without the mutex when the
+ * slot is in use: a rename needs x_used == 0 and x_binders == 0 under the
+ * mutex, and we count ourselves before we look at x_used and x_seq (all
+ * sequentially consistent), so either the renamer sees our count or we see
+ * the slot closed or renamed and take the mutex.
+ */
 int dlmdb_db_refresh(MDB_txn *txn, MDB_dbi dbi)
 {
 	MDB_env *env = txn->t_env;
 	dl_dbx *x = &env->e_dbx[dbi];
-	if (DL_LIKELY(__atomic_load_n(&x->x_used, __ATOMIC_RELAXED)))
+	if (txn->t_dbstate[dbi] & DL_DBS_COUNTED)
 		return db_reload(txn, dbi, x);
+	if (DL_LIKELY(__atomic_load_n(&x->x_used, __ATOMIC_SEQ_CST))) {
+		__atomic_add_fetch(&x->x_binders, 1, __ATOMIC_SEQ_CST);
+		if (DL_LIKELY(__atomic_load_n(&x->x_used, __ATOMIC_SEQ_CST) &&
+		    __atomic_load_n(&x->x_seq, __ATOMIC_SEQ_CST) == txn->t_dbseq[dbi])) {
+			txn->t_dbstate[dbi] |= DL_DBS_COUNTED;
+			return db_reload(txn, dbi, x);
+		}
+		__atomic_sub_fetch(&x->x_binders, 1, __ATOMIC_SEQ_CST);
+	}
 	pthread_mutex_lock(&env->e_dbimutex);
 	int rc = MDB_BAD_DBI;
-	if (txn->t_dbseq[dbi] == x->x_seq && x->x_name)
+	if (txn->t_dbseq[dbi] == x->x_seq && x->x_name) {
+		__atomic_add_fetch(&x->x_binders, 1, __ATOMIC_SEQ_CST);
+		txn->t_dbstate[dbi] |= DL_DBS_COUNTED;
 		rc = db_reload(txn, dbi, x);
+	}
 	pthread_mutex_unlock(&env->e_dbimutex);
 	return rc;
 }
@@ -662,8 +680,11 @@ static void writemap_abort_untrust(MDB_txn *txn)
 static void txn_end(MDB_txn *txn, int committed)
 {
 	MDB_env *env = txn->t_env;
-	if (txn->t_numdbs > DL_CORE_DBS)	/* else no named DB handle to look at */
+	if (txn->t_numdbs > DL_CORE_DBS) {	/* else no named DB handle to look at */
 		dlmdb_dbis_finish(txn, committed);
+		if (!txn->t_parent || !committed)
+			dlmdb_dbis_release(txn);	/* a committed child's go to its parent */
+	}
 	if (txn->t_flags & DL_T_RDONLY) {
 		read_end(txn, 0);
 		return;
@@ -699,6 +720,7 @@ void mdb_txn_reset(MDB_txn *txn)
 	if (!txn || !(txn->t_flags & DL_T_RDONLY))
 		return;
 	dlmdb_dbis_finish(txn, 0);
+	dlmdb_dbis_release(txn);
 	read_end(txn, 1);
 }
 

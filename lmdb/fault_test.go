@@ -139,3 +139,83 @@ func TestFaultCommitErrors(t *testing.T) {
 		})
 	}
 }
+
+// The meta write fails after writing its bytes and writing the old meta
+// back fails too, so the data file holds the failed commit's meta.  A
+// second Env on the same path, and the path reopened after both closed,
+// hold the last acknowledged commit and pass the checker; a commit there
+// succeeds and survives another reopen.
+func TestFaultFailedMetaRestore(t *testing.T) {
+	defer faultReset()
+	dir := t.TempDir()
+	env := faultOpen(t, dir)
+	defer func() {
+		if env != nil {
+			env.Close()
+		}
+	}()
+	if err := faultPut(env, "v1"); err != nil {
+		t.Fatalf("first commit: %v", err)
+	}
+	if err := faultPut(env, "v2"); err != nil {
+		t.Fatalf("second commit: %v", err)
+	}
+	env2 := faultOpen(t, dir)
+	defer func() {
+		if env2 != nil {
+			env2.Close()
+		}
+	}()
+	faultReset()
+	faultArmAt(faultWrite, faultSiteMeta, syscall.EIO, faultLeave|faultSticky)
+	err := faultPut(env, "v3")
+	faultReset()
+	if !errors.Is(err, syscall.EIO) {
+		t.Fatalf("failed commit returned %v, want EIO", err)
+	}
+	if err := env.View(func(*Txn) error { return nil }); !errors.Is(err, Panic) {
+		t.Fatalf("View after the failed meta: %v, want Panic", err)
+	}
+	check := func(e *Env, who, want string) {
+		t.Helper()
+		if got := faultGet(t, e); got != want {
+			t.Fatalf("%s: value %q, want %q", who, got, want)
+		}
+		// a write txn (aborted) builds on the same commit
+		var inWrite string
+		errDone := errors.New("done")
+		err := e.Update(func(txn *Txn) error {
+			dbi, err := txn.OpenRoot(0)
+			if err != nil {
+				return err
+			}
+			v, err := txn.Get(dbi, []byte("k"))
+			if err != nil {
+				return err
+			}
+			inWrite = string(v)
+			return errDone
+		})
+		if err != errDone || inWrite != want {
+			t.Fatalf("%s: write txn: value %q (%v), want %q", who, inWrite, err, want)
+		}
+		if err := e.Check(); err != nil {
+			t.Fatalf("%s: check: %v", who, err)
+		}
+	}
+	check(env2, "a second Env", "v2")
+	env.Close()
+	env = nil
+	check(env2, "a second Env, the first closed", "v2")
+	env2.Close()
+	env2 = nil
+	env = faultOpen(t, dir)
+	check(env, "reopened", "v2")
+	if err := faultPut(env, "v4"); err != nil {
+		t.Fatalf("commit after the reopen: %v", err)
+	}
+	check(env, "after the next commit", "v4")
+	env.Close()
+	env = faultOpen(t, dir)
+	check(env, "reopened after the next commit", "v4")
+}

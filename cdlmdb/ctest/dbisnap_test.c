@@ -6,8 +6,8 @@
  * in the environment by other txns (open, committed after this one began,
  * aborted, nested) change nothing about that, nor do drops by later txns,
  * nor reset/renew of a reader, nor a freed slot taken by another name
- * (that waits for the txns that may still use it).  All txns run on this
- * thread (MDB_NOTLS).
+ * (that waits for the txns that resolved its handle, and for no other).
+ * All txns run on this thread (MDB_NOTLS).
  */
 #include "testutil.h"
 
@@ -299,8 +299,8 @@ static void test_child_drop_abort(MDB_env *env)
 
 /* Few slots: a reader of an old snapshot keeps its DB while the writer
  * drops it and creates others; the slot takes another name only once that
- * reader (and every txn live when it was freed) has ended, and until then
- * a registration that finds no slot answers MDB_DBS_FULL. */
+ * reader has ended, and until then a registration that finds no slot
+ * answers MDB_DBS_FULL. */
 static void test_slot_reuse(void)
 {
 	static const char *dir = "build/dbisnap_env2";
@@ -426,6 +426,115 @@ static void test_close_reopen_one_txn(void)
 	mdb_env_close(env);
 }
 
+/* A closed slot takes another name as soon as no live txn resolved its
+ * handle, whatever other txns live (as stock, which reuses it at once):
+ * with two slots and long-lived readers, one that bound nothing and one
+ * that began while the handle was open but never used it, a loop of
+ * write txns opens a fresh name, uses it and closes it, many times; each
+ * registration takes the freed slot.  A reader's unused begin-time binding
+ * of a renamed slot answers MDB_BAD_DBI; a reader, a reset reader and a
+ * child txn that did resolve the handle keep the slot until they end. */
+static void test_rename_live_readers(void)
+{
+	static const char *dir = "build/dbisnap_env4";
+	tu_fresh_dir(dir);
+	MDB_env *env;
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_set_maxdbs(env, 2));
+	MUST(mdb_env_open(env, dir, MDB_NOTLS, 0644));
+	MDB_txn *w = wr(env, NULL);
+	MDB_dbi keep = make_db(w, "keep", "K");
+	MUST(mdb_txn_commit(w));
+	MDB_txn *idle = rd(env);	/* binds "keep" at begin, resolves nothing */
+	OPEN_OK(idle, "keep", "K");
+	MDB_txn *late = NULL;
+	MDB_dbi lastd = 0;
+	char name[16], val[16];
+	for (int i = 0; i < 40; i++) {
+		snprintf(name, sizeof name, "n%d", i);
+		snprintf(val, sizeof val, "v%d", i);
+		w = wr(env, NULL);
+		MDB_dbi d;
+		int rc = mdb_dbi_open(w, name, MDB_CREATE, &d);
+		EXPECT_RC(rc, 0);
+		if (rc) {
+			mdb_txn_abort(w);
+			break;
+		}
+		EXPECT(d != keep);
+		MDB_val k = {1, "k"}, v = {strlen(val), val};
+		MUST(mdb_put(w, d, &k, &v, 0));
+		MUST(mdb_txn_commit(w));
+		if (i == 0) {
+			late = rd(env);	/* has n0 bound at begin, never uses it */
+			lastd = d;
+		}
+		mdb_dbi_close(env, d);
+	}
+	/* late's handle of n0 names another DB now: never used, so not counted,
+	 * and its first use finds the slot renamed */
+	MDB_val k = {1, "k"}, v;
+	EXPECT_RC(mdb_get(late, lastd, &k, &v), MDB_BAD_DBI);
+	MDB_dbi d0;	/* by name n0 is found in late's snapshot */
+	MUST(mdb_dbi_open(late, "n0", 0, &d0));
+	expect_db(late, d0, "v0", __LINE__);
+	mdb_dbi_close(env, d0);
+	OPEN_NONE(late, "n1");	/* late gives up its own binding of the slot */
+	mdb_txn_abort(late);
+	OPEN_OK(idle, "keep", "K");
+	OPEN_NONE(idle, "n5");
+
+	/* a reader that resolved the closed handle keeps the slot */
+	MDB_txn *r = rd(env);
+	MDB_dbi dr;
+	MUST(mdb_dbi_open(r, "n39", 0, &dr));
+	expect_db(r, dr, "v39", __LINE__);
+	mdb_dbi_close(env, dr);
+	w = wr(env, NULL);
+	MDB_dbi d2;
+	EXPECT_RC(mdb_dbi_open(w, "x1", MDB_CREATE, &d2), MDB_DBS_FULL);
+	expect_db(r, dr, "v39", __LINE__);
+	/* a reset gives the slot up, before the renew or the end */
+	mdb_txn_reset(r);
+	EXPECT_RC(mdb_dbi_open(w, "x1", MDB_CREATE, &d2), 0);
+	EXPECT(d2 == dr);
+	mdb_dbi_close(env, d2);	/* aborted and closed: free, nobody counts it */
+	mdb_txn_abort(w);
+	MUST(mdb_txn_renew(r));
+	OPEN_OK(r, "n39", "v39");	/* registered again in the same slot */
+	MUST(mdb_dbi_open(r, "n39", 0, &dr));
+	mdb_dbi_close(env, dr);
+	mdb_txn_abort(r);
+
+	/* a child's resolution: released when the child aborts, kept by the
+	 * parent when it commits */
+	w = wr(env, NULL);
+	MDB_txn *c = wr(env, w);
+	MUST(mdb_dbi_open(c, "n39", 0, &dr));
+	expect_db(c, dr, "v39", __LINE__);
+	mdb_txn_abort(c);
+	mdb_dbi_close(env, dr);
+	r = rd(env);
+	EXPECT_RC(mdb_dbi_open(r, "n38", 0, &d2), 0);	/* the slot was free to take */
+	EXPECT(d2 == dr);
+	expect_db(r, d2, "v38", __LINE__);
+	mdb_dbi_close(env, d2);
+	mdb_txn_abort(r);
+	c = wr(env, w);
+	MUST(mdb_dbi_open(c, "n37", 0, &dr));
+	MUST(mdb_txn_commit(c));
+	mdb_dbi_close(env, dr);
+	r = rd(env);
+	EXPECT_RC(mdb_dbi_open(r, "n36", 0, &d2), MDB_DBS_FULL);	/* w counts it */
+	expect_db(w, dr, "v37", __LINE__);
+	mdb_txn_abort(w);
+	EXPECT_RC(mdb_dbi_open(r, "n36", 0, &d2), 0);
+	expect_db(r, d2, "v36", __LINE__);
+	mdb_txn_abort(r);
+	mdb_txn_abort(idle);
+	mdb_env_close(env);
+}
+
 int main(void)
 {
 	tu_fresh_dir(DIR0);
@@ -439,5 +548,6 @@ int main(void)
 	mdb_env_close(env);
 	test_slot_reuse();
 	test_close_reopen_one_txn();
+	test_rename_live_readers();
 	return tu_finish("dbisnap_test");
 }
