@@ -378,6 +378,204 @@ static void test_append_reserve_current(void)
 	mdb_env_close(env);
 }
 
+/* A 510-byte first key became the root's anchor (a 512-byte record that no
+ * later key shares), then values near the plain overflow bound: the split
+ * once found no cut (MDB_PAGE_FULL) before compressed trees moved values to
+ * overflow pages 258 bytes sooner (dl_db_nodemax). */
+static void test_big_anchor_split(void)
+{
+	tu_fresh_dir(DIR);
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_set_mapsize(env, (size_t)64 << 20));
+	MUST(mdb_env_open(env, DIR, 0, 0644));
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	MUST(mdb_dbi_open(txn, NULL, MDB_PREFIX_COMPRESSION, &dbi));
+	unsigned char big[510], val[2100];
+	memset(big, 'f', sizeof big);
+	memset(val, 'v', sizeof val);
+	MDB_val k = {sizeof big, big}, v = {3386, NULL};
+	unsigned char ov[3386];
+	memset(ov, 1, sizeof ov);
+	v.mv_data = ov;
+	MUST(mdb_put(txn, dbi, &k, &v, 0));
+	for (unsigned i = 0; i < 40; i++) {
+		char key[32];
+		int kl = snprintf(key, sizeof key, "%c%u", 'a' + (int)(i * 7 % 26), i);
+		MDB_val k2 = {(size_t)kl, key}, v2 = {1700 + (i * 37) % 330, val};
+		EXPECT_RC(mdb_put(txn, dbi, &k2, &v2, 0), 0);
+	}
+	MDB_stat st;
+	MUST(mdb_stat(txn, dbi, &st));
+	EXPECT(st.ms_entries == 41);
+	MUST(mdb_txn_commit(txn));
+	check(env);
+	mdb_env_close(env);
+}
+
+/* Orders other than bytes (the probe decodes each key it compares):
+ * REVERSEKEY, INTEGERKEY, a custom comparator; and the duplicate orders
+ * REVERSEDUP, INTEGERDUP and a custom one for compressed values. */
+static int cmp_desc(const MDB_val *a, const MDB_val *b)
+{
+	size_t n = a->mv_size < b->mv_size ? a->mv_size : b->mv_size;
+	int r = memcmp(b->mv_data, a->mv_data, n);
+	return r ? r : (b->mv_size > a->mv_size) - (b->mv_size < a->mv_size);
+}
+
+static MDB_cmp_func *sort_cmp;
+static int sort_vals(const void *x, const void *y) { return sort_cmp(x, y); }
+
+static void orders_one(unsigned flags, MDB_cmp_func *custom, int dupcustom, MDB_cmp_func *model)
+{
+	tu_fresh_dir(DIR);
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_cursor *c;
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_set_maxdbs(env, 2));
+	MUST(mdb_env_set_mapsize(env, (size_t)64 << 20));
+	MUST(mdb_env_open(env, DIR, 0, 0644));
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	MUST(mdb_dbi_open(txn, "o", flags | MDB_PREFIX_COMPRESSION | MDB_CREATE, &dbi));
+	if (custom && !dupcustom)
+		MUST(mdb_set_compare(txn, dbi, custom));
+	if (custom && dupcustom)
+		MUST(mdb_set_dupsort(txn, dbi, custom));
+	int dup = (flags & MDB_DUPSORT) != 0, ints = (flags & (dup ? MDB_INTEGERDUP : MDB_INTEGERKEY)) != 0;
+	enum { N = 3000 };
+	static unsigned char store[N][24];
+	static MDB_val items[N];
+	uint64_t s = 99 + flags;
+	unsigned n = 0;
+	for (unsigned i = 0; i < N; i++) {
+		unsigned char *b = store[i];
+		size_t len;
+		if (ints) {
+			uint64_t x = 0x1234000000ull + i * 7ull;
+			memcpy(b, &x, 8);
+			len = 8;
+		} else {
+			len = (size_t)snprintf((char *)b, 24, "common-head/%06u", (unsigned)(i * 7919u % 100000u));
+		}
+		items[n].mv_data = b;
+		items[n].mv_size = len;
+		n++;
+	}
+	/* insert in a shuffled order: keys of one DB, or values of two keys */
+	for (unsigned i = n; i > 1; i--) {
+		unsigned j = tu_below(&s, i);
+		MDB_val t = items[i - 1];
+		items[i - 1] = items[j];
+		items[j] = t;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		MDB_val k = items[i], v = {4, "data"};
+		if (dup) {
+			k.mv_data = (i & 1) ? "key-one" : "key-two";
+			k.mv_size = 7;
+			v = items[i];
+		}
+		EXPECT_RC(mdb_put(txn, dbi, &k, &v, 0), 0);
+	}
+	sort_cmp = model;
+	qsort(items, n, sizeof items[0], sort_vals);
+	MUST(mdb_cursor_open(txn, dbi, &c));
+	MDB_val k, v;
+	unsigned i = 0;
+	int rc;
+	if (!dup) {
+		for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT), i++)
+			EXPECT(i < n && k.mv_size == items[i].mv_size && !memcmp(k.mv_data, items[i].mv_data, k.mv_size));
+		EXPECT(i == n);
+		for (i = 0; i < n; i += 3) {
+			MDB_val q = items[i];
+			EXPECT_RC(mdb_cursor_get(c, &q, &v, MDB_SET_KEY), 0);
+			EXPECT(q.mv_size == items[i].mv_size && !memcmp(q.mv_data, items[i].mv_data, q.mv_size));
+		}
+	} else {
+		/* each key's values in the model's order (the model list
+		 * holds both keys' values, alternating by insertion) */
+		for (int key = 0; key < 2; key++) {
+			MDB_val kk = {7, key ? "key-one" : "key-two"};
+			const MDB_val *prev = NULL;
+			unsigned cnt = 0;
+			for (rc = mdb_cursor_get(c, &kk, &v, MDB_SET_KEY); rc == 0;
+			     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT_DUP), cnt++) {
+				static unsigned char pb[64];
+				static MDB_val pv;
+				if (prev)
+					EXPECT(model(prev, &v) < 0);
+				memcpy(pb, v.mv_data, v.mv_size);
+				pv.mv_data = pb;
+				pv.mv_size = v.mv_size;
+				prev = &pv;
+			}
+			EXPECT(cnt == n / 2);
+		}
+		for (i = 0; i < n; i += 5) {
+			MDB_val q = items[i];
+			MDB_val k1 = {7, "key-one"}, k2 = {7, "key-two"};
+			int a = mdb_cursor_get(c, &k1, &q, MDB_GET_BOTH);
+			q = items[i];
+			int b = mdb_cursor_get(c, &k2, &q, MDB_GET_BOTH);
+			EXPECT((a == 0) != (b == 0));
+		}
+	}
+	mdb_cursor_close(c);
+	MUST(mdb_txn_commit(txn));
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
+	char msg[256];
+	MUST(mdb_dbi_open(txn, "o", 0, &dbi));
+	if (custom && !dupcustom)
+		MUST(mdb_set_compare(txn, dbi, custom));
+	if (custom && dupcustom)
+		MUST(mdb_set_dupsort(txn, dbi, custom));
+	rc = mdb_txn_check(txn, msg, sizeof msg);
+	if (rc)
+		fprintf(stderr, "orders 0x%x: %s\n", flags, msg);
+	EXPECT(rc == 0);
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+}
+
+static int cmp_bytes_model(const MDB_val *a, const MDB_val *b) { return -cmp_desc(a, b); }
+static int cmp_rev_model(const MDB_val *a, const MDB_val *b)
+{
+	const unsigned char *x = (const unsigned char *)a->mv_data + a->mv_size;
+	const unsigned char *y = (const unsigned char *)b->mv_data + b->mv_size;
+	size_t n = a->mv_size < b->mv_size ? a->mv_size : b->mv_size;
+	while (n--) {
+		int d = (int)*--x - (int)*--y;
+		if (d)
+			return d;
+	}
+	return (a->mv_size > b->mv_size) - (a->mv_size < b->mv_size);
+}
+static int cmp_u64_model(const MDB_val *a, const MDB_val *b)
+{
+	uint64_t x, y;
+	memcpy(&x, a->mv_data, 8);
+	memcpy(&y, b->mv_data, 8);
+	return (x > y) - (x < y);
+}
+
+static void test_orders(void)
+{
+	orders_one(MDB_REVERSEKEY, NULL, 0, cmp_rev_model);
+	orders_one(MDB_INTEGERKEY, NULL, 0, cmp_u64_model);
+	orders_one(0, cmp_desc, 0, cmp_desc);
+	orders_one(MDB_COUNTED, cmp_desc, 0, cmp_desc);
+	orders_one(MDB_DUPSORT, NULL, 0, cmp_bytes_model);
+	orders_one(MDB_DUPSORT | MDB_REVERSEDUP, NULL, 0, cmp_rev_model);
+	orders_one(MDB_DUPSORT | MDB_INTEGERDUP | MDB_DUPFIXED, NULL, 0, cmp_u64_model);
+	orders_one(MDB_DUPSORT | MDB_INTEGERDUP, NULL, 0, cmp_u64_model);
+	orders_one(MDB_DUPSORT | MDB_COUNTED, cmp_desc, 1, cmp_desc);
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 20261202;
@@ -385,6 +583,8 @@ int main(int argc, char **argv)
 	test_saves_space();
 	test_views_fed_back();
 	test_append_reserve_current();
+	test_big_anchor_split();
+	test_orders();
 	const unsigned fl[] = {MDB_PREFIX_COMPRESSION, MDB_PREFIX_COMPRESSION | MDB_COUNTED};
 	for (int shape = 0; shape < 5 && !tu_failures; shape++)
 		for (int f = 0; f < 2 && !tu_failures; f++)
