@@ -378,10 +378,14 @@ static void test_append_reserve_current(void)
 	mdb_env_close(env);
 }
 
-/* A 510-byte first key became the root's anchor (a 512-byte record that no
- * later key shares), then values near the plain overflow bound: the split
- * once found no cut (MDB_PAGE_FULL) before compressed trees moved values to
- * overflow pages 258 bytes sooner (dl_db_nodemax). */
+/* A 510-byte first key becomes the root's anchor (a 512-byte record) and
+ * is deleted again, so no key shares it; 66 small nodes fill the page,
+ * half below and half above "c"; then a 2009-byte node "c" goes between
+ * them.  No cut of the page plus that node leaves both halves fitting
+ * under the old anchor (each side holds 1782 bytes of small nodes), and
+ * the split found none (MDB_PAGE_FULL) before compressed trees moved such
+ * values to overflow pages 258 bytes sooner (dl_db_nodemax; FORMAT.md says
+ * why that always leaves a cut). */
 static void test_big_anchor_split(void)
 {
 	tu_fresh_dir(DIR);
@@ -393,23 +397,29 @@ static void test_big_anchor_split(void)
 	MUST(mdb_env_open(env, DIR, 0, 0644));
 	MUST(mdb_txn_begin(env, NULL, 0, &txn));
 	MUST(mdb_dbi_open(txn, NULL, MDB_PREFIX_COMPRESSION, &dbi));
-	unsigned char big[510], val[2100];
-	memset(big, 'f', sizeof big);
+	unsigned char big[510], val[3000];
+	memset(big, 'a', sizeof big);
 	memset(val, 'v', sizeof val);
-	MDB_val k = {sizeof big, big}, v = {3386, NULL};
-	unsigned char ov[3386];
-	memset(ov, 1, sizeof ov);
-	v.mv_data = ov;
+	MDB_val k = {sizeof big, big}, v = {16, val};
 	MUST(mdb_put(txn, dbi, &k, &v, 0));
-	for (unsigned i = 0; i < 40; i++) {
-		char key[32];
-		int kl = snprintf(key, sizeof key, "%c%u", 'a' + (int)(i * 7 % 26), i);
-		MDB_val k2 = {(size_t)kl, key}, v2 = {1700 + (i * 37) % 330, val};
+	for (unsigned i = 0; i < 66; i++) {
+		char key[8];
+		snprintf(key, sizeof key, "%c%02u", i < 33 ? 'b' : 'd', i % 33);
+		MDB_val k2 = {3, key}, v2 = {40, val};
 		EXPECT_RC(mdb_put(txn, dbi, &k2, &v2, 0), 0);
+		if (i == 0)	/* the anchor stays, nothing shares it */
+			EXPECT_RC(mdb_del(txn, dbi, &k, NULL), 0);
 	}
 	MDB_stat st;
 	MUST(mdb_stat(txn, dbi, &st));
-	EXPECT(st.ms_entries == 41);
+	EXPECT(st.ms_leaf_pages == 1);	/* the case needs them on one page */
+	MDB_val k3 = {1, "c"}, v3 = {2000, val};
+	EXPECT_RC(mdb_put(txn, dbi, &k3, &v3, 0), 0);
+	MUST(mdb_stat(txn, dbi, &st));
+	EXPECT(st.ms_entries == 67);
+	MDB_val g;
+	EXPECT_RC(mdb_get(txn, dbi, &k3, &g), 0);
+	EXPECT(g.mv_size == 2000);
 	MUST(mdb_txn_commit(txn));
 	check(env);
 	mdb_env_close(env);
