@@ -30,6 +30,7 @@ void dlmdb_cursor_setup(MDB_cursor *mc, MDB_txn *txn, MDB_dbi dbi)
 	mc->c_savedlen = 0;
 	mc->c_rkleaf = NULL;
 	mc->c_rkdepth = 0;
+	mc->c_kpage = NULL;
 }
 
 void dlmdb_cursor_save(MDB_cursor *mc)
@@ -281,7 +282,7 @@ int dlmdb_cur_fetch(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 		if (DL_UNLIKELY(!dl_pfx_node_ok(p, n, bound)))
 			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 		if (key)
-			dl_leaf_key(p, n, key, mc->c_kbuf);
+			dl_cur_key(mc, p, n, key);
 	} else if (key) {
 		key->mv_size = n->n_ksize;
 		key->mv_data = dl_node_key(n);

@@ -384,6 +384,7 @@ static int rebalance(MDB_cursor *mc)
 			if (need > cap)
 				return DL_TXN_FAIL(txn, MDB_PROBLEM);
 			dlmdb_pfx_build(left, (unsigned)psize, items, base + rn, &best);
+			txn->t_pgen++;	/* another anchor at left's address (dl_cur_key) */
 		}
 		for (unsigned j = 0; j < rn && !fixed && !pfx; j++) {
 			dl_node *nd = dl_pg_node(right, j);

@@ -97,6 +97,7 @@ int dlmdb_dup_setup(MDB_cursor *mc)
 	if (ds < DL_PAGEHDR)
 		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 	memcpy(x->x_buf, dl_node_data(n), ds);
+	xc->c_kpage = NULL;	/* the copy's bytes changed under the same address */
 	dl_page *sp = (dl_page *)x->x_buf;
 	if (!(sp->p_flags & DL_P_LEAF) || sp->p_lower < DL_PAGEHDR || sp->p_lower > sp->p_upper ||
 	    sp->p_upper > ds || dl_pg_nkeys(sp) == 0)
@@ -148,7 +149,7 @@ static inline __attribute__((always_inline)) int item_key(MDB_cursor *c, MDB_val
 		if (DL_UNLIKELY(!dl_pfx_node_ok(p, n, lim)))
 			return DL_TXN_FAIL(c->c_txn, MDB_CORRUPTED);
 		if (key)
-			dl_leaf_key(p, n, key, c->c_kbuf);
+			dl_cur_key(c, p, n, key);
 	} else if (key) {
 		key->mv_size = n->n_ksize;
 		key->mv_data = dl_node_key(n);

@@ -346,6 +346,7 @@ struct MDB_txn {
 	struct dl_pfx_item *t_pfxitems;
 	unsigned t_pfxicap;
 	unsigned char *t_outbuf;	/* decoded key and value of mdb_get/mdb_get_rank */
+	uint64_t t_pgen;	/* bumped when a PREFIX page gets another anchor (dl_cur_key) */
 	unsigned char *t_vbytes;	/* decoded duplicates of a sub-page being rebuilt */
 	size_t t_vbcap;
 	struct dl_curbak *t_curbak;	/* child txn: enclosing txns' cursor states at begin */
@@ -372,6 +373,15 @@ struct MDB_cursor {
 	unsigned c_bound;	/* bytes addressable from a page start (psize or sub-page size) */
 	int c_tracked;		/* on the txn's cursor list (user cursor of a write txn) */
 	uint64_t c_gen;		/* t_gen when the stack was last valid */
+	/* c_kbuf starts with c_kvalid bytes of the anchor of page c_kpage as
+	 * of t_gen c_kgen and t_pgen c_kpgen (dl_cur_key); c_kpage NULL:
+	 * nothing.  Anchors change only when a page is laid out anew (splits,
+	 * merges, a first key: t_pgen) or when the address holds another
+	 * page (a new op: t_gen; another sub-page in the sub-cursor's copy:
+	 * dlmdb_dup_setup clears c_kpage). */
+	const dl_page *c_kpage;
+	uint64_t c_kgen, c_kpgen;
+	unsigned c_kvalid;
 	unsigned c_top;		/* index of the leaf level in c_pg */
 	unsigned c_depth;	/* entries in c_pg (0 = not positioned) */
 	dl_page *c_pg[DL_MAX_DEPTH];
@@ -666,6 +676,31 @@ static inline void dl_leaf_key(const dl_page *p, const dl_node *n, MDB_val *k, u
 	memcpy(buf + s, dl_node_key(n), n->n_ksize);
 	k->mv_size = s + n->n_ksize;
 	k->mv_data = buf;
+}
+/** Key of leaf node n of PREFIX page p for cursor mc's caller: in place,
+ *  or decoded into mc->c_kbuf.  A step to a neighbour on the same page
+ *  copies only the anchor bytes the buffer does not hold yet and the
+ *  suffix (O(suffix) for keys sharing alike).  n passed dl_pfx_node_ok. */
+static inline void dl_cur_key(MDB_cursor *mc, const dl_page *p, const dl_node *n, MDB_val *k)
+{
+	unsigned s = dl_node_shared(n);
+	if (!s) {
+		k->mv_size = n->n_ksize;
+		k->mv_data = dl_node_key(n);
+		return;
+	}
+	const MDB_txn *txn = mc->c_txn;
+	unsigned have = (mc->c_kpage == p && mc->c_kgen == txn->t_gen && mc->c_kpgen == txn->t_pgen)
+		? mc->c_kvalid : 0;
+	if (s > have)
+		memcpy(mc->c_kbuf + have, dl_pg_anchor(p) + have, s - have);
+	memcpy(mc->c_kbuf + s, dl_node_key(n), n->n_ksize);
+	mc->c_kpage = p;
+	mc->c_kgen = txn->t_gen;
+	mc->c_kpgen = txn->t_pgen;
+	mc->c_kvalid = s;
+	k->mv_size = s + n->n_ksize;
+	k->mv_data = mc->c_kbuf;
 }
 /** The shared length and key size of a node of a PREFIX page are sane. */
 static inline int dl_pfx_node_ok(const dl_page *p, const dl_node *n, unsigned bound)

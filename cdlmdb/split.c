@@ -256,7 +256,10 @@ int dlmdb_insert_at(MDB_cursor *mc, unsigned level, unsigned idx, const void *bl
 		const dl_node *fn = blob;
 		if (!dl_pg_nkeys(p) && !p->p_pad && p->p_upper == mc->c_bound &&
 		    dl_pg_room(p) >= dl_even(sizeof(uint16_t) + fn->n_ksize) + dl_even(len) + sizeof(indx_t))
+		{
 			dlmdb_pfx_set_anchor(p, (const char *)blob + DL_NODEHDR, fn->n_ksize);
+			mc->c_txn->t_pgen++;
+		}
 		char *enc = dlmdb_txn_scratch(mc->c_txn, DL_SCRATCH_PFXBLOB);
 		if (!enc)
 			return ENOMEM;
@@ -318,6 +321,7 @@ static int split_prefixed(MDB_txn *txn, const struct item_view *v, unsigned cut,
 		ni->dlen = (nd->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(nd);
 	}
 	dl_pfx_cand old = {snap->p_pad ? dl_pg_anchor(snap) : NULL, dl_pg_anchor_len(snap)}, best;
+	txn->t_pgen++;	/* both pages get new anchors (dl_cur_key) */
 	size_t cap = psize - DL_PAGEHDR;
 	if (dlmdb_pfx_best(it, cut, &old, 1, &best) > cap)
 		return MDB_PROBLEM;
