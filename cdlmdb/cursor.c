@@ -597,6 +597,7 @@ int mdb_cursor_open(MDB_txn *txn, MDB_dbi dbi, MDB_cursor **out)
 	dlmdb_cursor_setup(mc, txn, dbi);
 	dl_xcur *x = (dl_xcur *)(mc + 1);
 	x->x_buf = (char *)(x + 1);
+	x->x_ld = NULL;
 	if (txn->t_dbs[dbi].d_flags & MDB_DUPSORT)
 		dlmdb_dup_bind(mc, x);
 	if (!(txn->t_flags & DL_T_RDONLY)) {
@@ -624,6 +625,8 @@ void mdb_cursor_close(MDB_cursor *mc)
 		if (*pp)
 			*pp = mc->c_next;
 	}
+	if (mc->c_sub)
+		dlmdb_listdup_free(mc->c_sub);
 	free(mc);
 }
 

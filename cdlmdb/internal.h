@@ -407,6 +407,7 @@ typedef struct dl_xcur {
 	dl_dbx x_dbx;		/* x_cmp = the main DB's duplicate order */
 	char *x_buf;		/* aligned copy of an inline sub-page (page-sized) */
 	char *x_orig;		/* where that sub-page lives in the tree, or NULL */
+	struct dl_ldbuf *x_ld;	/* user cursors: mdb_cursor_list_dup's results (listdup.c) */
 } dl_xcur;
 
 /** Translate a pointer into the sub-page copy back to the tree (a value of
@@ -975,6 +976,7 @@ DL_HIDDEN void dlmdb_pfx_build(dl_page *p, unsigned end, const dl_pfx_item *it, 
  * storage, move it into the txn's (slot 0 key, 1 value); ENOMEM or 0 */
 DL_HIDDEN int dlmdb_txn_keep(MDB_txn *txn, MDB_val *v, const MDB_cursor *c, int slot);
 DL_HIDDEN unsigned char *dlmdb_pfx_arena(MDB_txn *txn, size_t n);
+DL_HIDDEN void dlmdb_listdup_free(dl_xcur *x);
 /* n bytes for decoded duplicate values being rebuilt into a sub-page */
 DL_HIDDEN unsigned char *dlmdb_pfx_valbuf(MDB_txn *txn, size_t n);
 /** Are the duplicates of mc's DB (a DUPSORT main cursor) compressed? */

@@ -273,6 +273,7 @@ typedef int(MDB_msg_func)(const char *msg, void *ctx);
 #define mdb_reader_list dlmdb_reader_list
 #define mdb_reader_check dlmdb_reader_check
 #define mdb_dbi_replace dlmdb_dbi_replace
+#define mdb_cursor_list_dup dlmdb_cursor_list_dup
 #define mdb_footprint dlmdb_footprint
 
 /* ---- library ----------------------------------------------------------------- */
@@ -452,6 +453,21 @@ int mdb_get_key_rank(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key, const MDB_va
  *  (flags must be 0). */
 int mdb_cursor_key_rank(MDB_cursor *cursor, const MDB_val *key, const MDB_val *data,
 	unsigned flags, uint64_t *rank);
+
+/* ---- bulk duplicate reads (DLMDB) --------------------------------------------------- */
+
+/** Every duplicate of the key under cursor (a DUPSORT DB), in order.
+ *
+ *  *vals gets a read-only array of *count values owned by the cursor:
+ *  valid until the cursor's next mdb_cursor_list_dup, its close or renew,
+ *  the end of its txn, or (write txns) the next write in the txn.  Values
+ *  the map holds whole point into it; values of prefix-compressed pages are
+ *  decoded into the cursor's storage.  A key with a single value gives one
+ *  element.  The cursor and its duplicate position do not move.
+ *  Errors: MDB_INCOMPATIBLE for a DB without MDB_DUPSORT; EINVAL for an
+ *  unpositioned cursor; MDB_NOTFOUND for a cursor past the last item;
+ *  MDB_CORRUPTED when a page of the walk is damaged. */
+int mdb_cursor_list_dup(MDB_cursor *cursor, const MDB_val **vals, mdb_size_t *count);
 
 /* ---- migration and footprint (DLMDB-go) ----------------------------------------------- */
 
