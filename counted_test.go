@@ -77,13 +77,20 @@ type cpair struct{ k, v string }
 // returns them in database order.
 func fillCounted(t *testing.T, env *lmdb.Env, rng *rand.Rand, n int) (lmdb.DBI, []cpair) {
 	t.Helper()
+	return fillCountedFlags(t, env, rng, n, lmdb.DupSort|lmdb.Counted, "counted", "v")
+}
+
+// fillCountedFlags is fillCounted for a database name with other flags;
+// values are vprefix followed by a number.
+func fillCountedFlags(t *testing.T, env *lmdb.Env, rng *rand.Rand, n int, flags uint, name, vprefix string) (lmdb.DBI, []cpair) {
+	t.Helper()
 	set := map[cpair]bool{}
 	for len(set) < n {
 		k := fmt.Sprintf("k%03d", rng.Intn(n/3+1))
 		if rng.Intn(10) == 0 {
 			k = "hot" // a key with many values
 		}
-		set[cpair{k, fmt.Sprintf("v%05d", rng.Intn(100000))}] = true
+		set[cpair{k, fmt.Sprintf("%s%05d", vprefix, rng.Intn(100000))}] = true
 	}
 	all := make([]cpair, 0, n)
 	for p := range set {
@@ -95,7 +102,7 @@ func fillCounted(t *testing.T, env *lmdb.Env, rng *rand.Rand, n int) (lmdb.DBI, 
 	})
 	var dbi lmdb.DBI
 	err := env.Update(func(txn *lmdb.Txn) (err error) {
-		if dbi, err = txn.OpenDBI("counted", lmdb.Create|lmdb.DupSort|lmdb.Counted); err != nil {
+		if dbi, err = txn.OpenDBI(name, lmdb.Create|flags); err != nil {
 			return err
 		}
 		for _, i := range rng.Perm(n) {

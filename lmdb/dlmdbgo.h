@@ -529,4 +529,28 @@ static inline dlmdbgo_num dlmdbgo_key_rank(dlmdbgo_h htxn, MDB_dbi dbi, dlmdbgo_
 	return out;
 }
 
+
+/* ---- bulk duplicate reads (listdup.go) ---- */
+typedef struct {
+	int rc;
+	const MDB_val *vals;
+	size_t count;
+	size_t total;	/* bytes of all values together */
+} dlmdbgo_dups;
+
+/* Every duplicate of the key under the cursor (mdb_cursor_list_dup), with
+ * the sum of their sizes so Go can copy them into one allocation. */
+static inline dlmdbgo_dups dlmdbgo_list_dup(dlmdbgo_h hcur)
+{
+	dlmdbgo_dups out;
+	mdb_size_t n = 0;
+	out.vals = NULL;
+	out.total = 0;
+	out.rc = mdb_cursor_list_dup(DLMDBGO_CUR(hcur), &out.vals, &n);
+	out.count = out.rc ? 0 : (size_t)n;
+	for (size_t i = 0; i < out.count; i++)
+		out.total += out.vals[i].mv_size;
+	return out;
+}
+
 #endif /* DLMDBGO_H */

@@ -1,0 +1,116 @@
+package lmdb
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../cdlmdb
+#cgo noescape dlmdbgo_list_dup
+#cgo nocallback dlmdbgo_list_dup
+#include "dlmdbgo.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+)
+
+var notFoundListDup error = &OpError{Op: "mdb_cursor_list_dup", Errno: NotFound}
+
+// ListDup returns every value of the key under the cursor, in the database's
+// duplicate order, from one call into the engine (a DupSort database; a key
+// with a single value gives one). The cursor does not move: its duplicate
+// position stays where it was. See ListDupInto to reuse the result's slice.
+//
+// With RawRead the values are views: into the map where it holds a value
+// whole, else (values of prefix-compressed pages) into memory of the cursor.
+// They are valid until the cursor's next ListDup, its Close or Renew, the
+// end of the transaction, and in a write transaction its next change.
+// Without RawRead they are copies, all in one allocation.
+//
+// Errors: Incompatible for a database without DupSort, NotFound when the
+// cursor stands past the last item, EINVAL when it is not positioned.
+//
+// See mdb_cursor_list_dup.
+func (c *Cursor) ListDup() ([][]byte, error) {
+	return c.ListDupInto(nil)
+}
+
+// ListDupInto is ListDup that appends the values to dst[:0], so that a loop
+// over many keys that passes the previous result back in allocates nothing
+// per value (with RawRead nothing at all once dst is large enough).
+func (c *Cursor) ListDupInto(dst [][]byte) ([][]byte, error) {
+	if err := c.live("mdb_cursor_list_dup"); err != nil {
+		return dst[:0], err
+	}
+	r := C.dlmdbgo_list_dup(c.ch())
+	if r.rc != 0 {
+		if r.rc == C.MDB_NOTFOUND {
+			return dst[:0], notFoundListDup
+		}
+		return dst[:0], codeError("mdb_cursor_list_dup", r.rc)
+	}
+	vals := unsafe.Slice(r.vals, int(r.count))
+	out := dst[:0]
+	if c.txn.RawRead {
+		for i := range vals {
+			out = append(out, mapView((*C.char)(vals[i].mv_data), vals[i].mv_size))
+		}
+		return out, nil
+	}
+	buf := make([]byte, int(r.total))
+	off := 0
+	for i := range vals {
+		n := int(vals[i].mv_size)
+		copy(buf[off:off+n], mapView((*C.char)(vals[i].mv_data), vals[i].mv_size))
+		out = append(out, buf[off:off+n:off+n])
+		off += n
+	}
+	return out, nil
+}
+
+// ListDupFixed returns the values of the key under the cursor of a
+// DupFixed database as one flat slice: value i is vals[i*stride :
+// (i+1)*stride]. With RawRead, when the values lie back to back in one
+// page (an inline sub-page, or a sub-tree of one leaf), vals is a view of
+// the map (valid as for ListDup); otherwise they are copied, appended to
+// dst[:0] (pass the previous result back to reuse its memory). A key with a
+// single value gives that value, stride its length. Values of different
+// sizes (a database without DupFixed) give Incompatible.
+//
+// See mdb_cursor_list_dup.
+func (c *Cursor) ListDupFixed(dst []byte) (vals []byte, stride int, err error) {
+	if err := c.live("mdb_cursor_list_dup"); err != nil {
+		return dst[:0], 0, err
+	}
+	r := C.dlmdbgo_list_dup(c.ch())
+	if r.rc != 0 {
+		if r.rc == C.MDB_NOTFOUND {
+			return dst[:0], 0, notFoundListDup
+		}
+		return dst[:0], 0, codeError("mdb_cursor_list_dup", r.rc)
+	}
+	items := unsafe.Slice(r.vals, int(r.count))
+	if len(items) == 0 {
+		return dst[:0], 0, nil
+	}
+	stride = int(items[0].mv_size)
+	if int(r.total) != stride*len(items) {
+		return dst[:0], 0, &OpError{Op: "mdb_cursor_list_dup", Errno: Incompatible}
+	}
+	contiguous := true
+	base := uintptr(items[0].mv_data)
+	for i := range items {
+		if int(items[i].mv_size) != stride {
+			return dst[:0], 0, &OpError{Op: "mdb_cursor_list_dup", Errno: Incompatible}
+		}
+		if uintptr(items[i].mv_data) != base+uintptr(i*stride) {
+			contiguous = false
+		}
+	}
+	if c.txn.RawRead && contiguous {
+		return mapView((*C.char)(items[0].mv_data), r.total), stride, nil
+	}
+	out := dst[:0]
+	for i := range items {
+		out = append(out, mapView((*C.char)(items[i].mv_data), items[i].mv_size)...)
+	}
+	return out, stride, nil
+}

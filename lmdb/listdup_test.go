@@ -1,0 +1,217 @@
+package lmdb
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"slices"
+	"syscall"
+	"testing"
+)
+
+// listDupKinds are the layouts ListDup is checked on: every kind of
+// duplicate storage, compressed and counted ones included.
+var listDupKinds = []struct {
+	name  string
+	flags uint
+	fixed int // value size of DupFixed kinds
+}{
+	{"dupsort", DupSort, 0},
+	{"dupfixed", DupSort | DupFixed, 8},
+	{"prefix", DupSort | PrefixCompression, 0},
+	{"prefix-counted", DupSort | PrefixCompression | Counted, 0},
+	{"dupfixed-prefix", DupSort | DupFixed | PrefixCompression, 8},
+	{"reversedup", DupSort | ReverseDup, 0},
+}
+
+// TestCursorListDup: ListDup, ListDupInto and ListDupFixed against a model
+// of every key (1 to 2,000 values: single values, sub-pages and sub-trees of
+// several pages), with and without RawRead, from the first, a middle and the
+// last value, with the cursor where it was afterwards; inside the write txn
+// that made them and after commit.
+func TestCursorListDup(t *testing.T) {
+	for _, kind := range listDupKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			seed := cntSubSeed(cntSeed(t), kind.name)
+			r := rand.New(rand.NewSource(seed))
+			env := openEnv(t, NoSync)
+			dbi := openDB(t, env, "d", kind.flags)
+			model := map[string][][]byte{}
+			keys := []string{}
+			val := func(i int) []byte {
+				if kind.fixed > 0 {
+					return []byte(fmt.Sprintf("%08d", i))
+				}
+				return []byte(fmt.Sprintf("shared/value/prefix/%06d%s", i, bytes.Repeat([]byte{'x'}, i%7)))
+			}
+			check := func(txn *Txn) {
+				t.Helper()
+				cur, err := txn.OpenCursor(dbi)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cur.Close()
+				var reuse [][]byte
+				for _, k := range keys {
+					want := model[k]
+					if kind.flags&ReverseDup != 0 {
+						cmp := func(a, b []byte) int { c, _ := txn.DCmp(dbi, a, b); return c }
+						slices.SortFunc(want, cmp)
+					}
+					for _, at := range []int{0, len(want) / 2, len(want) - 1} {
+						if _, _, err := cur.Get([]byte(k), want[at], GetBoth); err != nil {
+							t.Fatalf("GetBoth %s/%s: %v", k, want[at], err)
+						}
+						got, err := cur.ListDupInto(reuse)
+						if err != nil {
+							t.Fatalf("ListDup %s: %v", k, err)
+						}
+						if len(got) != len(want) {
+							t.Fatalf("ListDup %s: %d values, want %d", k, len(got), len(want))
+						}
+						for i := range got {
+							if !bytes.Equal(got[i], want[i]) {
+								t.Fatalf("ListDup %s: value %d = %q, want %q", k, i, got[i], want[i])
+							}
+						}
+						reuse = got
+						// the cursor did not move
+						ck, cv, err := cur.Get(nil, nil, GetCurrent)
+						if err != nil || string(ck) != k || !bytes.Equal(cv, want[at]) {
+							t.Fatalf("after ListDup on %s/%s: GetCurrent %q/%q, %v", k, want[at], ck, cv, err)
+						}
+						_, nv, err := cur.Get(nil, nil, NextDup)
+						if at+1 < len(want) && (err != nil || !bytes.Equal(nv, want[at+1])) {
+							t.Fatalf("NextDup after ListDup on %s/%s: %q, %v", k, want[at], nv, err)
+						}
+						if at+1 == len(want) && !IsNotFound(err) {
+							t.Fatalf("NextDup after ListDup on the last value of %s: %v", k, err)
+						}
+					}
+					if kind.fixed > 0 {
+						if _, _, err := cur.Get([]byte(k), nil, Set); err != nil {
+							t.Fatal(err)
+						}
+						flat, stride, err := cur.ListDupFixed(nil)
+						if err != nil || stride != kind.fixed || len(flat) != stride*len(want) ||
+							!bytes.Equal(flat, bytes.Join(want, nil)) {
+							t.Fatalf("ListDupFixed %s: %d bytes stride %d, %v; want %d x %d", k, len(flat),
+								stride, err, len(want), kind.fixed)
+						}
+					}
+				}
+			}
+			txn := beginWrite(t, env)
+			for k := 0; k < 30; k++ {
+				key := fmt.Sprintf("key%02d", k)
+				keys = append(keys, key)
+				n := 1 + r.Intn(1+k*k*3)
+				seen := map[int]bool{}
+				for len(model[key]) < n {
+					i := r.Intn(100000)
+					if seen[i] {
+						continue
+					}
+					seen[i] = true
+					v := val(i)
+					if err := txn.Put(dbi, []byte(key), v, 0); err != nil {
+						t.Fatal(err)
+					}
+					model[key] = append(model[key], v)
+				}
+				slices.SortFunc(model[key], bytes.Compare)
+			}
+			for _, raw := range []bool{false, true} {
+				txn.RawRead = raw
+				check(txn)
+			}
+			txn.RawRead = false
+			if err := txn.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			for _, raw := range []bool{false, true} {
+				mustView(t, env, func(txn *Txn) error {
+					txn.RawRead = raw
+					check(txn)
+					return nil
+				})
+			}
+		})
+	}
+}
+
+func TestCursorListDupErrors(t *testing.T) {
+	env := openEnv(t, 0)
+	plain := openDB(t, env, "plain", 0)
+	dup := openDB(t, env, "dup", DupSort)
+	mustUpdate(t, env, func(txn *Txn) error {
+		if err := txn.Put(plain, []byte("k"), []byte("v"), 0); err != nil {
+			return err
+		}
+		if err := txn.Put(dup, []byte("k"), []byte("v"), 0); err != nil {
+			return err
+		}
+		c, err := txn.OpenCursor(plain)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if _, _, err := c.Get(nil, nil, First); err != nil {
+			return err
+		}
+		_, err = c.ListDup()
+		wantErrno(t, "ListDup on a plain DB", err, Incompatible)
+		d, err := txn.OpenCursor(dup)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		_, err = d.ListDup()
+		wantErrno(t, "ListDup unpositioned", err, syscall.EINVAL)
+		if _, _, err := d.Get(nil, nil, First); err != nil {
+			return err
+		}
+		vals, err := d.ListDup()
+		if err != nil || len(vals) != 1 || string(vals[0]) != "v" {
+			t.Errorf("ListDup of a single value: %q, %v", vals, err)
+		}
+		return nil
+	})
+}
+
+// TestCursorListDupAllocs: with RawRead and the previous result passed back,
+// a ListDup of a key with 500 values allocates nothing.
+func TestCursorListDupAllocs(t *testing.T) {
+	env := openEnv(t, 0)
+	dbi := openDB(t, env, "d", DupSort)
+	mustUpdate(t, env, func(txn *Txn) error {
+		for i := 0; i < 500; i++ {
+			if err := txn.Put(dbi, []byte("key"), []byte(fmt.Sprintf("value%04d", i)), 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	mustView(t, env, func(txn *Txn) error {
+		txn.RawRead = true
+		c, err := txn.OpenCursor(dbi)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if _, _, err := c.Get([]byte("key"), nil, Set); err != nil {
+			return err
+		}
+		vals, err := c.ListDupInto(nil)
+		if err != nil || len(vals) != 500 {
+			t.Fatalf("ListDup: %d values, %v", len(vals), err)
+		}
+		allocs := testing.AllocsPerRun(100, func() {
+			vals, err = c.ListDupInto(vals)
+		})
+		if err != nil || len(vals) != 500 || allocs != 0 {
+			t.Errorf("ListDupInto with RawRead: %v allocations per call, %d values, %v", allocs, len(vals), err)
+		}
+		return nil
+	})
+}
