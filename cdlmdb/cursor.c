@@ -598,6 +598,7 @@ int mdb_cursor_open(MDB_txn *txn, MDB_dbi dbi, MDB_cursor **out)
 	dl_xcur *x = (dl_xcur *)(mc + 1);
 	x->x_buf = (char *)(x + 1);
 	x->x_ld = NULL;
+	mc->c_batch = NULL;
 	if (txn->t_dbs[dbi].d_flags & MDB_DUPSORT)
 		dlmdb_dup_bind(mc, x);
 	if (!(txn->t_flags & DL_T_RDONLY)) {
@@ -627,6 +628,7 @@ void mdb_cursor_close(MDB_cursor *mc)
 	}
 	if (mc->c_sub)
 		dlmdb_listdup_free(mc->c_sub);
+	dlmdb_batch_free(mc);
 	free(mc);
 }
 

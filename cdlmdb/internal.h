@@ -394,6 +394,7 @@ struct MDB_cursor {
 	/* counted DBs (counted.c): c_rank0[l] is the rank of the first entry
 	 * under c_pg[l]; valid only while c_rkleaf == c_pg[c_top], c_rkgen ==
 	 * t_gen and c_rkdepth == c_depth (cleared by cursor setup/renew) */
+	struct dl_batch *c_batch;	/* user cursors: mdb_cursor_get_batch's results (batch.c) */
 	const dl_page *c_rkleaf;
 	uint64_t c_rkgen;
 	unsigned c_rkdepth;
@@ -977,6 +978,7 @@ DL_HIDDEN void dlmdb_pfx_build(dl_page *p, unsigned end, const dl_pfx_item *it, 
 DL_HIDDEN int dlmdb_txn_keep(MDB_txn *txn, MDB_val *v, const MDB_cursor *c, int slot);
 DL_HIDDEN unsigned char *dlmdb_pfx_arena(MDB_txn *txn, size_t n);
 DL_HIDDEN void dlmdb_listdup_free(dl_xcur *x);
+DL_HIDDEN void dlmdb_batch_free(MDB_cursor *mc);
 /* n bytes for decoded duplicate values being rebuilt into a sub-page */
 DL_HIDDEN unsigned char *dlmdb_pfx_valbuf(MDB_txn *txn, size_t n);
 /** Are the duplicates of mc's DB (a DUPSORT main cursor) compressed? */

@@ -274,6 +274,7 @@ typedef int(MDB_msg_func)(const char *msg, void *ctx);
 #define mdb_reader_check dlmdb_reader_check
 #define mdb_dbi_replace dlmdb_dbi_replace
 #define mdb_cursor_list_dup dlmdb_cursor_list_dup
+#define mdb_cursor_get_batch dlmdb_cursor_get_batch
 #define mdb_footprint dlmdb_footprint
 
 /* ---- library ----------------------------------------------------------------- */
@@ -468,6 +469,30 @@ int mdb_cursor_key_rank(MDB_cursor *cursor, const MDB_val *key, const MDB_val *d
  *  unpositioned cursor; MDB_NOTFOUND for a cursor past the last item;
  *  MDB_CORRUPTED when a page of the walk is damaged. */
 int mdb_cursor_list_dup(MDB_cursor *cursor, const MDB_val **vals, mdb_size_t *count);
+
+/* ---- batched cursor reads (DLMDB-go) ------------------------------------------------- */
+
+#define MDB_BATCH_BACKWARD 0x01	/* step with MDB_PREV (implied by MDB_LAST and MDB_PREV) */
+#define MDB_BATCH_END_INCL 0x02	/* the end bound is part of the batch */
+
+/** Up to max items read through cursor in one call: the first with op
+ *  (MDB_FIRST, MDB_LAST, MDB_NEXT, MDB_PREV, MDB_GET_CURRENT, or
+ *  MDB_SET_RANGE / MDB_SET_KEY with *key), the rest by MDB_NEXT (MDB_PREV
+ *  going backward, see MDB_BATCH_BACKWARD), every duplicate counted; when
+ *  end is given the batch stops before the first key past it (above it
+ *  forward, below it backward; MDB_BATCH_END_INCL keeps a key equal to it).
+ *
+ *  *keys and *vals get arrays of *count items owned by the cursor, valid
+ *  until its next batch, its close, the end of its txn, or (write txns) the
+ *  next write.  Items the map holds whole point into it; keys and values
+ *  decoded from prefix-compressed pages are copied into the cursor's
+ *  storage.  *count < max means the data or the bound ended the batch; a
+ *  batch that would hold nothing returns MDB_NOTFOUND.  Afterwards the
+ *  cursor stands on the last item returned, or, when the bound ended the
+ *  batch, on the first item past it.  Errors as mdb_cursor_get. */
+int mdb_cursor_get_batch(MDB_cursor *cursor, MDB_cursor_op op, MDB_val *key, mdb_size_t max,
+	const MDB_val *end, unsigned flags, const MDB_val **keys, const MDB_val **vals,
+	mdb_size_t *count);
 
 /* ---- migration and footprint (DLMDB-go) ----------------------------------------------- */
 

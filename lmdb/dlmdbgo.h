@@ -553,4 +553,33 @@ static inline dlmdbgo_dups dlmdbgo_list_dup(dlmdbgo_h hcur)
 	return out;
 }
 
+
+/* ---- batched cursor reads (scan.go) ---- */
+typedef struct {
+	int rc;
+	const MDB_val *keys, *vals;
+	size_t count;
+	size_t total;	/* bytes of all keys and values together */
+} dlmdbgo_batch;
+
+static inline dlmdbgo_batch dlmdbgo_get_batch(dlmdbgo_h hcur, int op, char *kp, size_t kn,
+					      size_t max, char *ep, size_t en, int hasend, unsigned flags)
+{
+	dlmdbgo_batch out;
+	mdb_size_t n = 0;
+	MDB_val k, e;
+	k.mv_size = kn;
+	k.mv_data = dlmdbgo_bytes(kp, kn);
+	e.mv_size = en;
+	e.mv_data = dlmdbgo_bytes(ep, en);
+	out.keys = out.vals = NULL;
+	out.total = 0;
+	out.rc = mdb_cursor_get_batch(DLMDBGO_CUR(hcur), (MDB_cursor_op)op, &k, max, hasend ? &e : NULL,
+		flags, &out.keys, &out.vals, &n);
+	out.count = out.rc ? 0 : (size_t)n;
+	for (size_t i = 0; i < out.count; i++)
+		out.total += out.keys[i].mv_size + out.vals[i].mv_size;
+	return out;
+}
+
 #endif /* DLMDBGO_H */

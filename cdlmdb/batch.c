@@ -1,0 +1,169 @@
+/*
+ * batch.c - mdb_cursor_get_batch: many cursor steps in one call (a
+ * DLMDB-go extension for bindings whose per-call cost dominates a scan,
+ * such as cgo).
+ *
+ * The results are two MDB_val arrays kept with the cursor (MDB_cursor.
+ * c_batch), reused by its next batch.  Keys and values the map holds whole
+ * point into it; those decoded from prefix-compressed pages (which a plain
+ * cursor step leaves in the cursor's own one-key buffer) are copied into
+ * byte storage kept beside the arrays.  While the storage grows it may
+ * move, so a copied item's descriptor holds its offset + 1 until the batch
+ * is complete (no map or heap address is that small).
+ */
+#include "internal.h"
+
+struct dl_batch {
+	MDB_val *b_keys, *b_vals;
+	size_t b_cap;
+	unsigned char *b_bytes;
+	size_t b_bcap, b_bused;
+};
+
+void dlmdb_batch_free(MDB_cursor *mc)
+{
+	struct dl_batch *b = mc->c_batch;
+	if (!b)
+		return;
+	free(b->b_keys);
+	free(b->b_vals);
+	free(b->b_bytes);
+	free(b);
+	mc->c_batch = NULL;
+}
+
+static int batch_reserve(struct dl_batch *b, size_t n)
+{
+	if (n <= b->b_cap)
+		return 0;
+	MDB_val *k = realloc(b->b_keys, n * sizeof *k);
+	if (!k)
+		return ENOMEM;
+	b->b_keys = k;
+	MDB_val *v = realloc(b->b_vals, n * sizeof *v);
+	if (!v)
+		return ENOMEM;
+	b->b_vals = v;
+	b->b_cap = n;
+	return 0;
+}
+
+/* Does v lie in one of the cursor's one-item decode buffers? */
+static int in_cursor_buf(const MDB_cursor *mc, const MDB_val *v)
+{
+	const unsigned char *p = v->mv_data;
+	if (p >= mc->c_kbuf && p < mc->c_kbuf + sizeof mc->c_kbuf)
+		return 1;
+	if (mc->c_sub) {
+		const MDB_cursor *xc = &mc->c_sub->x_c;
+		if (p >= xc->c_kbuf && p < xc->c_kbuf + sizeof xc->c_kbuf)
+			return 1;
+	}
+	return 0;
+}
+
+/* Is item i past the end bound?  (forward: above it; backward: below) */
+static int past_end(MDB_cursor *mc, const MDB_val *k, const MDB_val *end, int back, int incl)
+{
+	int c = mc->c_dbx->x_cmp(k, end);
+	if (back)
+		c = -c;
+	return c > 0 || (c == 0 && !incl);
+}
+
+int mdb_cursor_get_batch(MDB_cursor *mc, MDB_cursor_op op, MDB_val *key, mdb_size_t max,
+	const MDB_val *end, unsigned flags, const MDB_val **keys, const MDB_val **vals,
+	mdb_size_t *count)
+{
+	if (!mc || !mc->c_txn || mc->c_owner || !keys || !vals || !count || max == 0 ||
+	    (flags & ~(MDB_BATCH_BACKWARD | MDB_BATCH_END_INCL)))
+		return EINVAL;
+	*count = 0;
+	int back = (flags & MDB_BATCH_BACKWARD) || op == MDB_LAST || op == MDB_PREV;
+	switch (op) {
+	case MDB_FIRST:
+	case MDB_LAST:
+	case MDB_NEXT:
+	case MDB_PREV:
+	case MDB_GET_CURRENT:
+		break;
+	case MDB_SET_RANGE:
+	case MDB_SET_KEY:
+		if (!key)
+			return EINVAL;
+		break;
+	default:
+		return EINVAL;
+	}
+	if (!mc->c_batch && !(mc->c_batch = calloc(1, sizeof *mc->c_batch)))
+		return ENOMEM;
+	struct dl_batch *b = mc->c_batch;
+	b->b_bused = 0;
+	size_t want = max > 4096 ? 4096 : (size_t)max;	/* grown below as needed */
+	int rc = batch_reserve(b, want);
+	if (rc)
+		return rc;
+	MDB_cursor_op step = back ? MDB_PREV : MDB_NEXT;
+	MDB_val k, v;
+	size_t n = 0, copied = 0;
+	if (key && (op == MDB_SET_RANGE || op == MDB_SET_KEY))
+		k = *key;
+	for (MDB_cursor_op cur = op; n < max; cur = step) {
+		rc = mdb_cursor_get(mc, &k, &v, cur);
+		if (rc)
+			break;
+		if (end && past_end(mc, &k, end, back, (flags & MDB_BATCH_END_INCL) != 0)) {
+			rc = MDB_NOTFOUND;
+			break;
+		}
+		if (n == b->b_cap && (rc = batch_reserve(b, b->b_cap * 2)))
+			break;
+		MDB_val *items[2] = {&k, &v};
+		for (int j = 0; j < 2; j++) {
+			MDB_val *it = items[j];
+			/* the next step decodes over an item in the cursor's
+			 * buffer, and the caller's own key (a seek may hand it
+			 * back) is not ours to keep pointing at: copy both */
+			if (!it->mv_size || (!in_cursor_buf(mc, it) && !(key && it->mv_data == key->mv_data)))
+				continue;
+			if (b->b_bused + it->mv_size > b->b_bcap) {
+				size_t cap = b->b_bcap ? b->b_bcap : 8192;
+				while (cap < b->b_bused + it->mv_size)
+					cap *= 2;
+				unsigned char *p = realloc(b->b_bytes, cap);
+				if (!p) {
+					rc = ENOMEM;
+					goto out;
+				}
+				b->b_bytes = p;
+				b->b_bcap = cap;
+			}
+			memcpy(b->b_bytes + b->b_bused, it->mv_data, it->mv_size);
+			it->mv_data = (void *)(uintptr_t)(b->b_bused + 1);
+			b->b_bused += it->mv_size;
+			copied++;
+		}
+		b->b_keys[n] = k;
+		b->b_vals[n] = v;
+		n++;
+	}
+out:
+	if (rc && rc != MDB_NOTFOUND)
+		return rc;
+	if (n == 0)
+		return MDB_NOTFOUND;
+	for (size_t i = 0; i < n && copied; i++) {
+		MDB_val *pair[2] = {&b->b_keys[i], &b->b_vals[i]};
+		for (int j = 0; j < 2; j++) {
+			uintptr_t off = (uintptr_t)pair[j]->mv_data;
+			if (pair[j]->mv_size && off && off <= b->b_bused) {
+				pair[j]->mv_data = b->b_bytes + (off - 1);
+				copied--;
+			}
+		}
+	}
+	*keys = b->b_keys;
+	*vals = b->b_vals;
+	*count = n;
+	return 0;
+}

@@ -1,0 +1,82 @@
+package lmdb
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../cdlmdb
+#cgo noescape dlmdbgo_get_batch
+#cgo nocallback dlmdbgo_get_batch
+#include "dlmdbgo.h"
+*/
+import "C"
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+// Flags of Cursor.GetBatch.
+const (
+	BatchBackward = C.MDB_BATCH_BACKWARD // step with Prev (implied by the ops Last and Prev)
+	BatchEndIncl  = C.MDB_BATCH_END_INCL // a key equal to end is part of the batch
+)
+
+var notFoundGetBatch error = &OpError{Op: "mdb_cursor_get_batch", Errno: NotFound}
+
+// GetBatch reads up to max items through the cursor in one call into the
+// engine: the first with op (First, Last, Next, Prev, GetCurrent, or
+// SetRange / SetKey with setkey), the rest with Next (Prev going backward:
+// the ops Last and Prev, or the flag BatchBackward), every duplicate an
+// item. With a non-nil end the batch stops before the first key past it
+// (above it going forward, below it going backward; BatchEndIncl keeps a
+// key equal to it). The items are appended to keys[:0] and vals[:0]; pass
+// the previous results back to reuse their arrays.
+//
+// Fewer than max items mean that the data or end was reached; no item at
+// all is an error for which IsNotFound is true. Afterwards the cursor stands
+// on the last item returned (or, when end stopped the batch, on the first
+// item past it), so the next batch starts with op Next (or Prev).
+//
+// With RawRead the items are views: into the map where it holds them
+// whole, else into memory of the cursor, valid until its next GetBatch, its
+// Close or Renew, the end of the transaction, and in a write transaction
+// its next change. Without RawRead they are copies, all in one allocation.
+//
+// See mdb_cursor_get_batch.
+func (c *Cursor) GetBatch(setkey []byte, op uint, max int, end []byte, flags uint,
+	keys, vals [][]byte) ([][]byte, [][]byte, error) {
+	keys, vals = keys[:0], vals[:0]
+	if err := c.live("mdb_cursor_get_batch"); err != nil {
+		return keys, vals, err
+	}
+	if max <= 0 {
+		return keys, vals, &OpError{Op: "mdb_cursor_get_batch", Errno: syscall.EINVAL}
+	}
+	kp, kn := cbytes(setkey)
+	ep, en := cbytes(end)
+	r := C.dlmdbgo_get_batch(c.ch(), C.int(op), kp, kn, C.size_t(max), ep, en, boolInt(end != nil), C.uint(flags))
+	if r.rc != 0 {
+		if r.rc == C.MDB_NOTFOUND {
+			return keys, vals, notFoundGetBatch
+		}
+		return keys, vals, codeError("mdb_cursor_get_batch", r.rc)
+	}
+	ks := unsafe.Slice(r.keys, int(r.count))
+	vs := unsafe.Slice(r.vals, int(r.count))
+	if c.txn.RawRead {
+		for i := range ks {
+			keys = append(keys, mapView((*C.char)(ks[i].mv_data), ks[i].mv_size))
+			vals = append(vals, mapView((*C.char)(vs[i].mv_data), vs[i].mv_size))
+		}
+		return keys, vals, nil
+	}
+	buf := make([]byte, int(r.total))
+	off := 0
+	for i := range ks {
+		n := copy(buf[off:], mapView((*C.char)(ks[i].mv_data), ks[i].mv_size))
+		keys = append(keys, buf[off:off+n:off+n])
+		off += n
+		n = copy(buf[off:], mapView((*C.char)(vs[i].mv_data), vs[i].mv_size))
+		vals = append(vals, buf[off:off+n:off+n])
+		off += n
+	}
+	return keys, vals, nil
+}

@@ -1,0 +1,155 @@
+package dlmdb
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"testing"
+
+	"github.com/dlmdb/dlmdb-go/lmdb"
+)
+
+// TestScan: Scan, ScanReverse and ScanBatch (batch sizes 1 to 300) over
+// random ranges of every shape equal the model, on plain, DupSort, prefix-
+// compressed and compressed+counted databases, with and without RawRead.
+func TestScan(t *testing.T) {
+	kinds := []struct {
+		name  string
+		flags uint
+		dup   bool
+	}{
+		{"plain", 0, false},
+		{"prefix", lmdb.PrefixCompression, false},
+		{"dupsort", lmdb.DupSort, true},
+		{"prefix-counted-dupsort", lmdb.DupSort | lmdb.PrefixCompression | lmdb.Counted, true},
+	}
+	for _, kind := range kinds {
+		t.Run(kind.name, func(t *testing.T) {
+			rng := rand.New(rand.NewSource(countedSeed(t)))
+			env := countedEnv(t)
+			var dbi lmdb.DBI
+			var all []cpair
+			if kind.dup {
+				dbi, all = fillCountedFlags(t, env, rng, 3000, kind.flags, "scan", "shared/value/prefix/v")
+			} else {
+				dbi, all = fillUnique(t, env, rng, 3000, kind.flags)
+			}
+			for round := 0; round < 150*countedScale(t); round++ {
+				r := countedRange(rng, all)
+				var want []cpair
+				for _, p := range all {
+					if countedIn(r, p.k) {
+						want = append(want, p)
+					}
+				}
+				reverse := rng.Intn(2) == 0
+				if reverse {
+					want = slices.Clone(want)
+					slices.Reverse(want)
+				}
+				batch := 1 + rng.Intn(300)
+				raw := rng.Intn(2) == 0
+				err := env.View(func(txn *lmdb.Txn) error {
+					txn.RawRead = raw
+					seq, errf := ScanBatch(txn, dbi, r, batch, reverse)
+					var got []cpair
+					for k, v := range seq {
+						got = append(got, cpair{string(k), string(v)})
+					}
+					if err := errf(); err != nil {
+						return err
+					}
+					if !countedSame(got, want) {
+						n := min(len(got), len(want))
+						first := n
+						for i := 0; i < n; i++ {
+							if got[i] != want[i] {
+								first = i
+								break
+							}
+						}
+						t.Fatalf("ScanBatch %v reverse %v batch %d raw %v: %d pairs, want %d (first difference at %d)",
+							r, reverse, batch, raw, len(got), len(want), first)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// fillUnique stores n random unique keys (with shared prefixes) in a new
+// database with flags and returns the pairs in key order.
+func fillUnique(t *testing.T, env *lmdb.Env, rng *rand.Rand, n int, flags uint) (lmdb.DBI, []cpair) {
+	t.Helper()
+	set := map[string]string{}
+	for len(set) < n {
+		set[fmt.Sprintf("k%05d/%s", rng.Intn(100000), "suffix"[:rng.Intn(7)])] = fmt.Sprintf("v%d", rng.Intn(1000))
+	}
+	var all []cpair
+	for k, v := range set {
+		all = append(all, cpair{k, v})
+	}
+	slices.SortFunc(all, func(a, b cpair) int {
+		if a.k < b.k {
+			return -1
+		}
+		if a.k > b.k {
+			return 1
+		}
+		return 0
+	})
+	var dbi lmdb.DBI
+	err := env.Update(func(txn *lmdb.Txn) (err error) {
+		if dbi, err = txn.OpenDBI("unique", lmdb.Create|flags); err != nil {
+			return err
+		}
+		for _, i := range rng.Perm(n) {
+			if err := txn.Put(dbi, []byte(all[i].k), []byte(all[i].v), 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dbi, all
+}
+
+// TestScanAllocs: with RawRead a scan allocates the same small number of
+// times whatever its length: nothing per entry.
+func TestScanAllocs(t *testing.T) {
+	rng := rand.New(rand.NewSource(countedSeed(t)))
+	env := countedEnv(t)
+	dbi, all := fillUnique(t, env, rng, 5000, 0)
+	err := env.View(func(txn *lmdb.Txn) error {
+		txn.RawRead = true
+		count := func(r Range) (float64, int) {
+			n := 0
+			allocs := testing.AllocsPerRun(20, func() {
+				n = 0
+				seq, _ := Scan(txn, dbi, r)
+				for range seq {
+					n++
+				}
+			})
+			return allocs, n
+		}
+		short, ns := count(Between([]byte(all[0].k), []byte(all[9].k)))
+		long, nl := count(All())
+		if ns != 10 || nl != len(all) {
+			t.Fatalf("scans saw %d and %d entries, want 10 and %d", ns, nl, len(all))
+		}
+		if long != short {
+			t.Errorf("allocations: %v for 10 entries, %v for %d", short, long, nl)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
