@@ -153,3 +153,70 @@ func TestScanAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkScan: a RawRead walk of 100,000 entries through Cursor.Get per
+// entry against Scan (batched). Reported per entry.
+func BenchmarkScan(b *testing.B) {
+	env, err := lmdb.NewEnv()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer env.Close()
+	env.SetMapSize(256 << 20)
+	if err := env.Open(b.TempDir(), lmdb.NoSync, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	var dbi lmdb.DBI
+	const n = 100000
+	err = env.Update(func(txn *lmdb.Txn) (err error) {
+		if dbi, err = txn.OpenRoot(0); err != nil {
+			return err
+		}
+		for i := 0; i < n; i++ {
+			if err := txn.Put(dbi, []byte(fmt.Sprintf("key%08d", i)), []byte("value"), lmdb.Append); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("get", func(b *testing.B) {
+		env.View(func(txn *lmdb.Txn) error {
+			txn.RawRead = true
+			c, _ := txn.OpenCursor(dbi)
+			defer c.Close()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				cnt := 0
+				for _, _, err := c.Get(nil, nil, lmdb.First); err == nil; _, _, err = c.Get(nil, nil, lmdb.Next) {
+					cnt++
+				}
+				if cnt != n {
+					b.Fatal(cnt)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entry")
+			return nil
+		})
+	})
+	b.Run("batch", func(b *testing.B) {
+		env.View(func(txn *lmdb.Txn) error {
+			txn.RawRead = true
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				cnt := 0
+				seq, _ := Scan(txn, dbi, All())
+				for range seq {
+					cnt++
+				}
+				if cnt != n {
+					b.Fatal(cnt)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entry")
+			return nil
+		})
+	})
+}
