@@ -153,7 +153,7 @@ int dlmdb_cur_step_leaf(MDB_cursor *mc, int dir)
 			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 		unsigned n = dl_pg_nkeys(p);
 		if (n == 0 || !(p->p_flags & (DL_P_LEAF | DL_P_BRANCH)) || p->p_lower > p->p_upper ||
-		    p->p_upper > mc->c_bound ||
+		    p->p_upper > mc->c_bound || !dl_pg_prefix_ok(p, mc->c_db) ||
 		    !(p->p_flags & (lvl == mc->c_top ? DL_P_LEAF : DL_P_BRANCH)))
 			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 		if (dl_pg_is_leaf2(p) && (!p->p_pad || p->p_pad > DL_MAXKEY ||

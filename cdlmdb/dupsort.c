@@ -110,7 +110,12 @@ int dlmdb_dup_setup(MDB_cursor *mc)
 		x->x_db.d_pad = sp->p_pad;
 		x->x_db.d_flags = (uint16_t)(MDB_DUPFIXED |
 			((mc->c_db->d_flags & MDB_INTEGERDUP) ? MDB_INTEGERKEY : 0));
+	} else if (dl_dup_prefix(mc)) {
+		/* (what the sub-page's PREFIX flag is held against) */
+		x->x_db.d_flags = MDB_PREFIX_COMPRESSION;
 	}
+	if (!dl_pg_prefix_ok(sp, &x->x_db))
+		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 	x->x_db.d_depth = 1;
 	x->x_db.d_leaf = 1;
 	x->x_db.d_entries = dl_pg_nkeys(sp);
@@ -719,9 +724,15 @@ static int gather(MDB_cursor *mc, MDB_val *vals, unsigned *m, unsigned cap)
 {
 	int rc = dlmdb_dup_setup(mc);
 	if (rc == MDB_NOTFOUND) {
-		/* a single value, read with the checks of any fetch */
+		/* a single value, read with the checks of any fetch; a value of
+		 * a DUPSORT DB is at most a key's size and never in overflow
+		 * pages (a damaged tree could say otherwise, and the value would
+		 * then be copied into key-sized buffers) */
 		if ((rc = dlmdb_cur_fetch(mc, NULL, &vals[0])))
 			return rc == MDB_NOTFOUND ? DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED) : rc;
+		dl_node *n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
+		if ((n->n_flags & DL_N_BIG) || vals[0].mv_size > DL_MAXKEY)
+			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 		*m = 1;
 		return 0;
 	}

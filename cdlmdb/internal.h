@@ -704,6 +704,16 @@ static inline void dl_cur_key(MDB_cursor *mc, const dl_page *p, const dl_node *n
 	k->mv_size = s + n->n_ksize;
 	k->mv_data = mc->c_kbuf;
 }
+/** Does page p, reached by a cursor of a tree with record db, carry the
+ *  PREFIX flag exactly when it must (a node leaf of a compressed tree)?  A
+ *  damaged flag would make a compressed page read as a plain one (keys cut
+ *  to their suffixes) or the other way round. */
+static inline int dl_pg_prefix_ok(const dl_page *p, const dl_dbrec *db)
+{
+	int want = (p->p_flags & (DL_P_LEAF | DL_P_LEAF2)) == DL_P_LEAF &&
+		(db->d_flags & MDB_PREFIX_COMPRESSION);
+	return !(p->p_flags & DL_P_PREFIX) == !want;
+}
 /** The shared length and key size of a node of a PREFIX page are sane. */
 static inline int dl_pfx_node_ok(const dl_page *p, const dl_node *n, unsigned bound)
 {

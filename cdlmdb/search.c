@@ -374,7 +374,7 @@ int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where)
 		}
 		if (lvl >= DL_MAX_DEPTH)
 			return DL_TXN_FAIL(txn, MDB_CURSOR_FULL);
-		if (!page_sane(mc->c_bound, p))
+		if (!page_sane(mc->c_bound, p) || DL_UNLIKELY(!dl_pg_prefix_ok(p, mc->c_db)))
 			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 		mc->c_pg[lvl] = p;
 		mc->c_depth = lvl + 1;

@@ -323,12 +323,22 @@ static int split_prefixed(MDB_txn *txn, const struct item_view *v, unsigned cut,
 	dl_pfx_cand old = {snap->p_pad ? dl_pg_anchor(snap) : NULL, dl_pg_anchor_len(snap)}, best;
 	txn->t_pgen++;	/* both pages get new anchors (dl_cur_key) */
 	size_t cap = psize - DL_PAGEHDR;
-	if (dlmdb_pfx_best(it, cut, &old, 1, &best) > cap)
-		return MDB_PROBLEM;
-	dlmdb_pfx_build(p, psize, it, cut, &best);
-	if (dlmdb_pfx_best(it + cut, v->n - cut, &old, 1, &best) > cap)
-		return MDB_PROBLEM;
-	dlmdb_pfx_build(right, psize, it + cut, v->n - cut, &best);
+	for (int half = 0; half < 2; half++) {
+		dl_page *dst = half ? right : p;
+		dl_pfx_item *hi = half ? it + cut : it;
+		unsigned hn = half ? v->n - cut : cut;
+		if (dlmdb_pfx_best(hi, hn, &old, 1, &best) > cap)
+			return MDB_PROBLEM;
+		if (hn == 1 && DL_PAGEHDR + dl_even(sizeof(uint16_t) + hi[0].klen) +
+		    dl_even(DL_NODEHDR + hi[0].dlen) + sizeof(indx_t) <= psize) {
+			/* a page of one item (the new page of an append): its key
+			 * is the anchor, as for the first key of an empty leaf, so
+			 * the keys that follow it share with it */
+			best.a = hi[0].key;
+			best.len = hi[0].klen;
+		}
+		dlmdb_pfx_build(dst, psize, hi, hn, &best);
+	}
 	return 0;
 }
 
