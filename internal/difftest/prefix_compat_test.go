@@ -56,14 +56,29 @@ func newestMetaVersion(t *testing.T, dir string) uint32 {
 func prefixLeafPages(dir string) (leaves, prefixed int, probs []string) {
 	path := filepath.Join(dir, "data.mdb")
 	probs, _ = walkFile(path)
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return 0, 0, append(probs, err.Error())
 	}
+	defer f.Close()
+	// only the used part: a WriteMap env's file is as long as the map
 	const ps = 4096
+	b := make([]byte, 2*ps)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return 0, 0, append(probs, err.Error())
+	}
 	m := b[wPageHdr:]
 	if binary.LittleEndian.Uint64(b[ps+wPageHdr+128:]) > binary.LittleEndian.Uint64(b[wPageHdr+128:]) {
 		m = b[ps+wPageHdr:]
+	}
+	if last := binary.LittleEndian.Uint64(m[120:]); last < 1<<20 {
+		full := make([]byte, int(last+1)*ps)
+		n, _ := f.ReadAt(full, 0)
+		b = full[:n]
+		m = b[wPageHdr:]
+		if binary.LittleEndian.Uint64(b[ps+wPageHdr+128:]) > binary.LittleEndian.Uint64(b[wPageHdr+128:]) {
+			m = b[ps+wPageHdr:]
+		}
 	}
 	w := &fileWalker{b: b, psize: ps, last: binary.LittleEndian.Uint64(m[120:]), owner: map[uint64]string{}, subFlags: map[uint16]int{}}
 	w.walkDB(m[24+wDBSize:24+2*wDBSize], "main DB", true)
