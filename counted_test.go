@@ -76,13 +76,20 @@ type cpair struct{ k, v string }
 // fillCounted stores random pairs in a new counted DupSort database and
 // returns them in database order.
 func fillCounted(t *testing.T, env *lmdb.Env, rng *rand.Rand, n int) (lmdb.DBI, []cpair) {
+	return fillCountedWith(t, env, rng, n, 0, "")
+}
+
+// fillCountedWith is fillCounted with extra DBI flags (PrefixCompression)
+// and a prefix that every key and value starts with (it keeps their order;
+// it must sort between "a" and "z", the ends countedRange uses).
+func fillCountedWith(t *testing.T, env *lmdb.Env, rng *rand.Rand, n int, extra uint, prefix string) (lmdb.DBI, []cpair) {
 	t.Helper()
-	return fillCountedFlags(t, env, rng, n, lmdb.DupSort|lmdb.Counted, "counted", "v")
+	return fillCountedFlags(t, env, rng, n, lmdb.DupSort|lmdb.Counted|extra, "counted", prefix, prefix+"v")
 }
 
 // fillCountedFlags is fillCounted for a database name with other flags;
-// values are vprefix followed by a number.
-func fillCountedFlags(t *testing.T, env *lmdb.Env, rng *rand.Rand, n int, flags uint, name, vprefix string) (lmdb.DBI, []cpair) {
+// keys start with kprefix, values are vprefix followed by a number.
+func fillCountedFlags(t *testing.T, env *lmdb.Env, rng *rand.Rand, n int, flags uint, name, kprefix, vprefix string) (lmdb.DBI, []cpair) {
 	t.Helper()
 	set := map[cpair]bool{}
 	for len(set) < n {
@@ -90,7 +97,7 @@ func fillCountedFlags(t *testing.T, env *lmdb.Env, rng *rand.Rand, n int, flags 
 		if rng.Intn(10) == 0 {
 			k = "hot" // a key with many values
 		}
-		set[cpair{k, fmt.Sprintf("%s%05d", vprefix, rng.Intn(100000))}] = true
+		set[cpair{kprefix + k, fmt.Sprintf("%s%05d", vprefix, rng.Intn(100000))}] = true
 	}
 	all := make([]cpair, 0, n)
 	for p := range set {
@@ -221,11 +228,56 @@ func TestRangeConstructors(t *testing.T) {
 }
 
 // TestCountRankAt compares every helper with the model on random ranges of
-// a random counted DupSort database.
+// a random counted DupSort database, and again on one that is also
+// prefix-compressed, with keys and values sharing a long prefix.
 func TestCountRankAt(t *testing.T) {
-	rng := rand.New(rand.NewSource(countedSeed(t)))
+	seed := countedSeed(t)
+	for _, c := range []struct {
+		name   string
+		extra  uint
+		prefix string
+	}{
+		{"plain", 0, ""},
+		{"prefix", lmdb.PrefixCompression, "graph:example.org/dataset/shared-prefix/"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			testCountRankAt(t, rand.New(rand.NewSource(seed)), c.extra, c.prefix)
+		})
+	}
+}
+
+func testCountRankAt(t *testing.T, rng *rand.Rand, extra uint, prefix string) {
 	env := countedEnv(t)
-	dbi, all := fillCounted(t, env, rng, 600*countedScale(t))
+	dbi, all := fillCountedWith(t, env, rng, 600*countedScale(t), extra, prefix)
+	if extra&lmdb.PrefixCompression != 0 {
+		// the file must really hold compressed pages: fewer leaf pages
+		// than the same pairs in a plain counted DB
+		var plain lmdb.DBI
+		var sc, sp *lmdb.Stat
+		err := env.Update(func(txn *lmdb.Txn) (err error) {
+			if plain, err = txn.OpenDBI("plain-twin", lmdb.Create|lmdb.DupSort|lmdb.Counted); err != nil {
+				return err
+			}
+			for _, p := range all {
+				if err := txn.Put(plain, []byte(p.k), []byte(p.v), 0); err != nil {
+					return err
+				}
+			}
+			if sc, err = txn.Stat(dbi); err != nil {
+				return err
+			}
+			sp, err = txn.Stat(plain)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.Entries != sp.Entries || sc.LeafPages+sc.BranchPages >= sp.LeafPages+sp.BranchPages {
+			t.Fatalf("compressed: %d entries in %d leaf + %d branch pages; plain: %d in %d + %d (want fewer pages)",
+				sc.Entries, sc.LeafPages, sc.BranchPages, sp.Entries, sp.LeafPages, sp.BranchPages)
+		}
+		t.Logf("%d pairs: %d leaf pages compressed, %d plain", len(all), sc.LeafPages, sp.LeafPages)
+	}
 	err := env.View(func(txn *lmdb.Txn) error {
 		for i := 0; i < 300; i++ {
 			r := countedRange(rng, all)

@@ -135,5 +135,5 @@ func TestListDupHelpers(t *testing.T) {
 // compression has work to do).
 func fillDups(t *testing.T, env *lmdb.Env, rng *rand.Rand, n int, flags uint) (lmdb.DBI, []cpair) {
 	t.Helper()
-	return fillCountedFlags(t, env, rng, n, lmdb.DupSort|flags, "dups", "shared/value/prefix/v")
+	return fillCountedFlags(t, env, rng, n, lmdb.DupSort|flags, "dups", "", "shared/value/prefix/v")
 }

@@ -30,7 +30,7 @@ func TestScan(t *testing.T) {
 			var dbi lmdb.DBI
 			var all []cpair
 			if kind.dup {
-				dbi, all = fillCountedFlags(t, env, rng, 3000, kind.flags, "scan", "shared/value/prefix/v")
+				dbi, all = fillCountedFlags(t, env, rng, 3000, kind.flags, "scan", "", "shared/value/prefix/v")
 			} else {
 				dbi, all = fillUnique(t, env, rng, 3000, kind.flags)
 			}

@@ -254,6 +254,13 @@ type cntConfig struct {
 	flags uint // DupSort, DupFixed
 	fixed int  // value size of DupFixed databases
 	long  bool // keys (and DupSort values) up to about 500 bytes
+	// compress: the counted database also has PrefixCompression (its
+	// uncounted twin stays plain, so the ordinary reads of a compressed and
+	// a plain database are compared too); prefix is prepended to every key
+	// and DupSort value (cut to 500 bytes), so that the leaves really share
+	// a long prefix
+	compress bool
+	prefix   string
 }
 
 type cntRun struct {
@@ -276,6 +283,9 @@ type cntRun struct {
 	pcTxn *Txn
 	// the largest sizes seen, reported at the end
 	peakEntries, peakDups int
+	// leaf pages of the counted and of the twin database, summed over the
+	// states after each batch (compressed runs)
+	leavesC, leavesU uint64
 }
 
 // notePeaks records the model's size for the summary.
@@ -320,7 +330,11 @@ func (r *cntRun) open() {
 	}
 	r.env = env
 	err = env.Update(func(txn *Txn) (err error) {
-		if r.cdb, err = txn.OpenDBI("counted", Create|Counted|r.cfg.flags); err != nil {
+		cf := Create | Counted | r.cfg.flags
+		if r.cfg.compress {
+			cf |= PrefixCompression
+		}
+		if r.cdb, err = txn.OpenDBI("counted", cf); err != nil {
 			return err
 		}
 		r.udb, err = txn.OpenDBI("plain", Create|r.cfg.flags)
@@ -331,11 +345,12 @@ func (r *cntRun) open() {
 	}
 	err = env.View(func(txn *Txn) error {
 		f, err := txn.Flags(r.cdb)
-		if err != nil || f&Counted == 0 || f&(DupSort|DupFixed|ReverseKey|IntegerKey|ReverseDup) != r.cfg.flags {
+		if err != nil || f&Counted == 0 || f&(DupSort|DupFixed|ReverseKey|IntegerKey|ReverseDup) != r.cfg.flags ||
+			(f&PrefixCompression != 0) != r.cfg.compress {
 			return fmt.Errorf("counted db flags %#x, %v", f, err)
 		}
 		f, err = txn.Flags(r.udb)
-		if err != nil || f&Counted != 0 {
+		if err != nil || f&(Counted|PrefixCompression) != 0 {
 			return fmt.Errorf("uncounted db flags %#x, %v", f, err)
 		}
 		return nil
@@ -381,7 +396,17 @@ func (r *cntRun) key() string {
 	case r.rng.Intn(4) == 0:
 		k += strings.Repeat("x", 1+r.rng.Intn(12))
 	}
-	return k
+	return r.prefixed(k)
+}
+
+// prefixed prepends the configuration's shared prefix (keeping 500 bytes:
+// the operations derive neighbours of stored keys and values by appending).
+func (r *cntRun) prefixed(s string) string {
+	if r.cfg.prefix == "" {
+		return s
+	}
+	s = r.cfg.prefix + s
+	return s[:min(len(s), 500)]
 }
 
 func (r *cntRun) val() string {
@@ -394,9 +419,9 @@ func (r *cntRun) val() string {
 		}
 		return string(b)
 	case r.dup && r.cfg.long:
-		return fmt.Sprintf("v%d", r.rng.Intn(1e6)) + strings.Repeat("-", r.rng.Intn(480))
+		return r.prefixed(fmt.Sprintf("v%d", r.rng.Intn(1e6)) + strings.Repeat("-", r.rng.Intn(480)))
 	case r.dup:
-		return fmt.Sprintf("v%d", r.rng.Intn(1e6)) + strings.Repeat("-", r.rng.Intn(20))
+		return r.prefixed(fmt.Sprintf("v%d", r.rng.Intn(1e6)) + strings.Repeat("-", r.rng.Intn(20)))
 	case r.rng.Intn(40) == 0:
 		return strings.Repeat(fmt.Sprintf("%d.", r.rng.Intn(1000)), 700) // overflow pages
 	default:
@@ -1220,8 +1245,8 @@ func cntTestConfig(t *testing.T, cfg cntConfig, seed int64, steps int) {
 		m: &cntModel{dup: cfg.flags&DupSort != 0, rev: cfg.flags&ReverseKey != 0,
 			vrev: cfg.flags&ReverseDup != 0, intKey: cfg.flags&IntegerKey != 0},
 		dup: cfg.flags&DupSort != 0,
-		hot: []string{"hot-a", "k0700", "zz-hot"},
 	}
+	r.hot = []string{r.prefixed("hot-a"), r.prefixed("k0700"), r.prefixed("zz-hot")}
 	r.open()
 	defer func() { r.env.Close() }()
 	errAbort := errors.New("abort on purpose")
@@ -1286,7 +1311,12 @@ func cntTestConfig(t *testing.T, cfg cntConfig, seed int64, steps int) {
 			r.fatalf("batch: %v", err)
 		}
 		r.notePeaks()
-		r.view(func(txn *Txn) { r.checkCounts(txn, r.m) })
+		r.view(func(txn *Txn) {
+			r.checkCounts(txn, r.m)
+			if cfg.prefix != "" {
+				r.noteLeaves(txn)
+			}
+		})
 		if r.rng.Intn(15) == 0 {
 			r.view(func(txn *Txn) { r.checkAll(txn) })
 		}
@@ -1295,6 +1325,16 @@ func cntTestConfig(t *testing.T, cfg cntConfig, seed int64, steps int) {
 		}
 	}
 	r.view(func(txn *Txn) { r.checkAll(txn) })
+	if cfg.prefix != "" {
+		// the shared prefix is stored once per page, not once per key: over
+		// the run the compressed DB must have taken fewer leaf pages, and
+		// the run must have grown past single-page trees
+		if r.leavesC >= r.leavesU || r.leavesU < uint64(steps/10) {
+			r.fatalf("compressed counted DB: %d leaf pages summed over the states after each batch; its plain twin: %d (want fewer, and at least %d)",
+				r.leavesC, r.leavesU, steps/10)
+		}
+		t.Logf("%s: leaf pages summed over the batches: %d compressed, %d plain", cfg.name, r.leavesC, r.leavesU)
+	}
 	r.reopen()
 	t.Logf("%s: %d steps, %d entries at the end, at most %d entries and %d values on one key",
 		cfg.name, steps, len(r.m.ents), r.peakEntries, r.peakDups)
@@ -1313,6 +1353,46 @@ func TestCountedRandomOps(t *testing.T) {
 		{name: "dupsort-reversedup", flags: DupSort | ReverseDup},
 		{name: "plain-longkeys", long: true},
 		{name: "dupsort-long", flags: DupSort, long: true},
+	} {
+		t.Run(cfg.name, func(t *testing.T) {
+			cntTestConfig(t, cfg, cntSubSeed(seed, cfg.name), steps)
+		})
+	}
+}
+
+// noteLeaves adds the leaf pages of both databases to the run's sums.
+func (r *cntRun) noteLeaves(txn *Txn) {
+	sc, err := txn.Stat(r.cdb)
+	if err != nil {
+		r.fatalf("Stat: %v", err)
+	}
+	su, err := txn.Stat(r.udb)
+	if err != nil {
+		r.fatalf("Stat: %v", err)
+	}
+	if sc.Entries != su.Entries {
+		r.fatalf("Stat: %d entries in the counted DB, %d in its twin", sc.Entries, su.Entries)
+	}
+	r.leavesC += sc.LeafPages
+	r.leavesU += su.LeafPages
+}
+
+// TestCountedPrefixRandomOps reruns the model test on counted databases that
+// are also prefix-compressed (keys, and DupSort values, with a long shared
+// prefix; IntegerKey keys as they are), against the brute-force model and a
+// plain uncounted twin; at the end the compressed database must take fewer
+// leaf pages than its twin.
+func TestCountedPrefixRandomOps(t *testing.T) {
+	seed := cntSeed(t)
+	steps := 1500 * testScale()
+	const pfx = "urn:dlmdb:counted-prefix-test/shared/"
+	for _, cfg := range []cntConfig{
+		{name: "prefix-plain", compress: true, prefix: pfx},
+		{name: "prefix-dupsort", flags: DupSort, compress: true, prefix: pfx},
+		{name: "prefix-dupfixed", flags: DupSort | DupFixed, fixed: 8, compress: true, prefix: pfx},
+		{name: "prefix-dupsort-reversekey", flags: DupSort | ReverseKey, compress: true, prefix: pfx},
+		{name: "prefix-integerkey", flags: IntegerKey, compress: true},
+		{name: "prefix-dupsort-long", flags: DupSort, long: true, compress: true, prefix: pfx},
 	} {
 		t.Run(cfg.name, func(t *testing.T) {
 			cntTestConfig(t, cfg, cntSubSeed(seed, cfg.name), steps)

@@ -28,6 +28,12 @@
  * scan now and then, the whole DB is compared by iteration, and
  * mdb_txn_check runs at intervals.
  *
+ * Each configuration runs twice: as above, and with MDB_PREFIX_COMPRESSION
+ * and keys (and DUPSORT values) that start with a long common prefix
+ * (PFX_LONG), so that the leaves really are compressed; at the end of such a
+ * run its pairs are loaded into a compressed and a plain DB side by side and
+ * the compressed one must take fewer pages.
+ *
  * Also: uncounted DBs answer MDB_INCOMPATIBLE; argument errors; a counted
  * INTEGERKEY/INTEGERDUP DB (native number order, not byte order); zeroed
  * branch counts in the file give MDB_CORRUPTED, random counts and random
@@ -47,6 +53,12 @@ static const char *cfg_name[NCFG] = {"plain", "dupsort", "dupfixed"};
 static const unsigned cfg_flags[NCFG] = {
 	MDB_COUNTED, MDB_COUNTED | MDB_DUPSORT, MDB_COUNTED | MDB_DUPSORT | MDB_DUPFIXED};
 
+/* the prefix-compressed rerun: flag, and the prefix every key (and DUPSORT
+ * value) starts with; it keeps the byte order of the ids */
+static unsigned g_pfx;
+static const char PFX_LONG[] = "urn:dlmdb:count-test/a-long-shared-prefix/0123456789/";
+#define PFX_LEN (sizeof PFX_LONG - 1)
+
 static const char *DIR = "build/count_env";	/* COUNT_TEST_DIR overrides */
 static int cfg;			/* current configuration */
 static uint64_t g_seed;		/* seed of the whole run (printed on failure) */
@@ -65,7 +77,17 @@ static uint64_t mix(uint64_t x)
 	return tu_next(&s);
 }
 
+static size_t key_bytes_raw(uint32_t kid, unsigned char *b);
+
 static size_t key_bytes(uint32_t kid, unsigned char *b)
+{
+	if (!g_pfx)
+		return key_bytes_raw(kid, b);
+	memcpy(b, PFX_LONG, PFX_LEN);
+	return PFX_LEN + key_bytes_raw(kid, b + PFX_LEN);
+}
+
+static size_t key_bytes_raw(uint32_t kid, unsigned char *b)
 {
 	unsigned pad = (unsigned)(mix(kid) % (cfg == CFG_PLAIN ? 201 : 160));
 	b[0] = (unsigned char)(kid >> 24);
@@ -77,7 +99,17 @@ static size_t key_bytes(uint32_t kid, unsigned char *b)
 	return 4 + pad;
 }
 
+static size_t val_bytes_raw(uint32_t vid, unsigned char *b);
+
 static size_t val_bytes(uint32_t vid, unsigned char *b)
+{
+	if (!g_pfx || cfg != CFG_DUPS)
+		return val_bytes_raw(vid, b);
+	memcpy(b, PFX_LONG, PFX_LEN);
+	return PFX_LEN + val_bytes_raw(vid, b + PFX_LEN);
+}
+
+static size_t val_bytes_raw(uint32_t vid, unsigned char *b)
 {
 	uint64_t h = mix((uint64_t)vid + 0x1000000000ull);
 	unsigned pad;
@@ -274,8 +306,9 @@ static void context(const char *where)
 {
 	if (tu_failures && reported != tu_failures) {
 		if (!reported)
-			fprintf(stderr, "count_test: FIRST FAILURE with seed %llu, db %s, round %d, op %d (%s); "
+			fprintf(stderr, "count_test: FIRST FAILURE with seed %llu, db %s%s, round %d, op %d (%s); "
 				"rerun: ./build/count_test %llu\n", (unsigned long long)g_seed, cfg_name[cfg],
+				g_pfx ? "+prefix" : "",
 				g_round, g_op, where, (unsigned long long)g_seed);
 		reported = tu_failures;
 		if (tu_failures > 40) {
@@ -891,10 +924,10 @@ static void env_open(int fresh)
 	MUST(mdb_env_set_maxdbs(env, 4));
 	MUST(mdb_env_open(env, DIR, MDB_NOSYNC, 0644));
 	MUST(mdb_txn_begin(env, NULL, 0, &txn));
-	MUST(mdb_dbi_open(txn, "cnt", MDB_CREATE | cfg_flags[cfg], &dbi));
+	MUST(mdb_dbi_open(txn, "cnt", MDB_CREATE | cfg_flags[cfg] | g_pfx, &dbi));
 	unsigned fl = 0;
 	MUST(mdb_dbi_flags(txn, dbi, &fl));
-	EXPECT((fl & cfg_flags[cfg]) == cfg_flags[cfg]);
+	EXPECT((fl & (cfg_flags[cfg] | g_pfx)) == (cfg_flags[cfg] | g_pfx));
 	MUST(mdb_txn_commit(txn));
 }
 
@@ -931,6 +964,49 @@ static size_t most_dups(void)
 		if (UF[i + 1] - UF[i] > best)
 			best = UF[i + 1] - UF[i];
 	return best;
+}
+
+/* The model's pairs put, in order, into a compressed and a plain DB of
+ * the current configuration in a scratch env: the compressed one must take
+ * fewer pages (leaf, branch and overflow, sub-trees included) and hold the
+ * same pairs. Only meaningful for the long-prefix keys of a g_pfx run. */
+static void compare_sizes(void)
+{
+	char dir[256];
+	snprintf(dir, sizeof dir, "%s-size", DIR);
+	tu_fresh_dir(dir);
+	MDB_env *e;
+	MDB_txn *txn;
+	MDB_dbi d[2];
+	MDB_stat st[2];
+	unsigned char kb[KMAX], vb[VMAX];
+	MUST(mdb_env_create(&e));
+	MUST(mdb_env_set_mapsize(e, 256u << 20));
+	MUST(mdb_env_set_maxdbs(e, 4));
+	MUST(mdb_env_open(e, dir, MDB_NOSYNC, 0644));
+	MUST(mdb_txn_begin(e, NULL, 0, &txn));
+	MUST(mdb_dbi_open(txn, "pfx", MDB_CREATE | cfg_flags[cfg] | MDB_PREFIX_COMPRESSION, &d[0]));
+	MUST(mdb_dbi_open(txn, "plain", MDB_CREATE | cfg_flags[cfg], &d[1]));
+	for (size_t i = 0; i < M.n; i++) {
+		MDB_val k = {key_bytes(M.a[i].k, kb), kb}, v = {val_bytes(M.a[i].v, vb), vb};
+		/* plain puts in order (MDB_APPEND loads are pinned separately, by
+		 * TestPrefixAppendCompresses in internal/difftest) */
+		for (int j = 0; j < 2; j++)
+			MUST(mdb_put(txn, d[j], &k, &v, 0));
+	}
+	for (int j = 0; j < 2; j++)
+		MUST(mdb_stat(txn, d[j], &st[j]));
+	EXPECT_RC(mdb_txn_check(txn, NULL, 0), 0);
+	MUST(mdb_txn_commit(txn));
+	mdb_env_close(e);
+	size_t pg[2];
+	for (int j = 0; j < 2; j++)
+		pg[j] = st[j].ms_branch_pages + st[j].ms_leaf_pages + st[j].ms_overflow_pages;
+	EXPECT(st[0].ms_entries == M.n && st[1].ms_entries == M.n);
+	EXPECT(pg[0] < pg[1]);
+	printf("count_test: %s+prefix: %zu pairs in %zu pages compressed (%zu leaf), %zu plain (%zu leaf)\n",
+		cfg_name[cfg], M.n, pg[0], (size_t)st[0].ms_leaf_pages, pg[1], (size_t)st[1].ms_leaf_pages);
+	context("compare_sizes");
 }
 
 static void run_cfg(int c, int rounds)
@@ -973,8 +1049,10 @@ static void run_cfg(int c, int rounds)
 		check_scan(rt, dbi);
 		mdb_txn_abort(rt);
 	}
-	printf("count_test: %s: %d rounds, %zu pairs (at most %zu per key) at the end, max depth %u, "
-		"max values per key %zu, %u checks so far\n", cfg_name[c], rounds, M.n, most_dups(), maxdepth,
+	if (g_pfx)
+		compare_sizes();
+	printf("count_test: %s%s: %d rounds, %zu pairs (at most %zu per key) at the end, max depth %u, "
+		"max values per key %zu, %u checks so far\n", cfg_name[c], g_pfx ? "+prefix" : "", rounds, M.n, most_dups(), maxdepth,
 		maxdups, n_checks);
 	if (rounds >= 40)
 		EXPECT(maxdepth >= 3);	/* the default run must build deep trees */
@@ -1492,6 +1570,11 @@ int main(int argc, char **argv)
 	test_integer_keys();
 	for (int c = 0; c < NCFG; c++)
 		run_cfg(c, rounds);
+	/* the rerun on compressed+counted DBs with long shared prefixes */
+	g_pfx = MDB_PREFIX_COMPRESSION;
+	for (int c = 0; c < NCFG; c++)
+		run_cfg(c, rounds * 2 / 3);
+	g_pfx = 0;
 	test_corrupt_counts();
 	for (int i = 0; i < 4; i++)
 		free(saved[i].a);

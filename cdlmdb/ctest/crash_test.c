@@ -8,7 +8,8 @@
  * mutex is recovered), the last reported commit must be present in full,
  * nothing from a later, unfinished commit may be half visible, and
  * mdb_txn_check must pass.  A killed reader's slot must be reclaimed by
- * mdb_reader_check.
+ * mdb_reader_check.  The writer rounds run twice: on a plain main DB and on
+ * a prefix-compressed one (MDB_PREFIX_COMPRESSION, set while it is empty).
  */
 #include "testutil.h"
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 static const char *DIRC = "build/crash_env";
+static unsigned g_flags;	/* the main DB's flags: 0, then MDB_PREFIX_COMPRESSION */
 
 static MDB_env *open_env(void)
 {
@@ -36,7 +38,7 @@ static void writer(int fd, uint64_t seed, int start)
 	for (int n = start;; n++) {
 		MDB_txn *txn;
 		MUST(mdb_txn_begin(env, NULL, 0, &txn));
-		MUST(mdb_dbi_open(txn, NULL, 0, &dbi));
+		MUST(mdb_dbi_open(txn, NULL, g_flags, &dbi));
 		int count = 50 + (int)tu_below(&seed, 200);
 		for (int i = 0; i < count; i++) {
 			unsigned j = tu_below(&seed, 3000);
@@ -69,6 +71,9 @@ static void verify(MDB_env *env, int reported)
 	MDB_val k, v;
 	MUST(mdb_txn_begin(env, NULL, 0, &txn)); /* must not hang on a dead writer's mutex */
 	MUST(mdb_dbi_open(txn, NULL, 0, &dbi));
+	unsigned fl = 0;
+	MUST(mdb_dbi_flags(txn, dbi, &fl));
+	EXPECT((fl & MDB_PREFIX_COMPRESSION) == g_flags);
 	MDB_val gk = {3, "gen"};
 	int gen = -1;
 	if (mdb_get(txn, dbi, &gk, &v) == 0 && v.mv_size == sizeof gen)
@@ -103,17 +108,17 @@ static void verify(MDB_env *env, int reported)
 	EXPECT_RC(mdb_txn_commit(txn), 0);
 }
 
-int main(void)
+/* Rounds of a writer killed at a random moment, each verified. */
+static void writer_rounds(MDB_env *env, uint64_t *sp, int rounds)
 {
-	alarm(150);
-	tu_fresh_dir(DIRC);
-	MDB_env *env = open_env();
-	uint64_t s = 99;
-	int rounds = 8 * tu_scale(), next = 1;
+	uint64_t s = *sp;
+	int next = 1;
 	for (int r = 0; r < rounds; r++) {
 		int p[2];
-		if (pipe(p))
-			return 2;
+		if (pipe(p)) {
+			EXPECT(0);
+			return;
+		}
 		pid_t pid = fork();
 		if (pid == 0) {
 			close(p[0]);
@@ -139,6 +144,24 @@ int main(void)
 		verify(env, last);
 		next = last + 1000; /* generations of later rounds are larger */
 	}
+	*sp = s;
+}
+
+int main(void)
+{
+	alarm(150);
+	uint64_t s = 99, s2 = 199;
+	int rounds = 8 * tu_scale();
+	/* a prefix-compressed main DB first, in an env of its own */
+	g_flags = MDB_PREFIX_COMPRESSION;
+	tu_fresh_dir(DIRC);
+	MDB_env *env = open_env();
+	writer_rounds(env, &s2, rounds);
+	mdb_env_close(env);
+	g_flags = 0;
+	tu_fresh_dir(DIRC);
+	env = open_env();
+	writer_rounds(env, &s, rounds);
 	/* a reader dies holding its slot */
 	pid_t pid = fork();
 	if (pid == 0) {

@@ -81,7 +81,18 @@ var corruptDBs = []corruptDB{
 	{"ints", lmdb.IntegerKey},
 	{"counted", lmdb.Counted},
 	{"cdups", lmdb.Counted | lmdb.DupSort},
+	// prefix-compressed (cdlmdb/FORMAT.md "Prefix-compressed leaves"):
+	// compressed leaves, sub-pages and duplicate sub-trees, LEAF2 sub-pages
+	// and sub-trees of a compressed DB, with and without counts
+	{"pfx", lmdb.PrefixCompression},
+	{"pdups", lmdb.PrefixCompression | lmdb.DupSort},
+	{"pfixed", lmdb.PrefixCompression | lmdb.DupSort | lmdb.DupFixed},
+	{"pcdups", lmdb.PrefixCompression | lmdb.Counted | lmdb.DupSort},
 }
+
+// corruptPfx starts the keys (and DUPSORT values) of the compressed DBs of
+// the pristine file, so that their nodes share many bytes with the anchors.
+const corruptPfx = "urn:example:corrupt/shared/"
 
 var (
 	corruptOnce sync.Once
@@ -204,6 +215,63 @@ func buildCorruptBase() *corruptBase {
 				return err
 			}
 		}
+		// compressed DBs: keys of odd and even lengths under a long shared
+		// prefix, some that share nothing, a 1-byte key, a 511-byte key,
+		// keys that are prefixes of each other, an overflow value
+		for i := 0; i < 200; i++ {
+			k := fmt.Sprintf("%s%0*d", corruptPfx, 3+i%4, i)
+			if i%17 == 0 {
+				k = fmt.Sprintf("z%d", i) // shares nothing with the prefix
+			}
+			if err := put("pfx", []byte(k), bytes.Repeat([]byte{byte(i)}, 8+i%40)); err != nil {
+				return err
+			}
+		}
+		for _, k := range []string{"q", corruptPfx, corruptPfx[:10], strings.Repeat("L", 511), corruptPfx + "ov"} {
+			v := []byte("short")
+			if strings.HasSuffix(k, "ov") {
+				v = bytes.Repeat([]byte{'O'}, 5000)
+			}
+			if err := put("pfx", []byte(k), v); err != nil {
+				return err
+			}
+		}
+		for i := 0; i < 24; i++ { // compressed sub-pages
+			for j := 0; j <= i%6; j++ {
+				if err := put("pdups", []byte(fmt.Sprintf("%sd%02d", corruptPfx, i)), []byte(fmt.Sprintf("%sv%03d-%s", corruptPfx, j, strings.Repeat("x", i%5)))); err != nil {
+					return err
+				}
+			}
+		}
+		for j := 0; j < 150; j++ { // a compressed duplicate sub-tree
+			if err := put("pdups", []byte(corruptPfx+"dbig"), []byte(fmt.Sprintf("%sbig-value-%06d", corruptPfx, j))); err != nil {
+				return err
+			}
+		}
+		for i := 0; i < 16; i++ { // LEAF2 sub-pages under compressed keys
+			for j := 0; j <= i%6; j++ {
+				if err := put("pfixed", []byte(fmt.Sprintf("%sf%02d", corruptPfx, i)), intKey(uint64(j*5+i))); err != nil {
+					return err
+				}
+			}
+		}
+		for j := 0; j < 700; j++ { // a LEAF2 sub-tree with a branch page
+			if err := put("pfixed", []byte(corruptPfx+"fbig"), []byte(fmt.Sprintf("%08d", j))); err != nil {
+				return err
+			}
+		}
+		for i := 0; i < 30; i++ {
+			for j := 0; j <= i%4; j++ {
+				if err := put("pcdups", []byte(fmt.Sprintf("%sk%03d", corruptPfx, i)), []byte(fmt.Sprintf("%sw%02d", corruptPfx, j))); err != nil {
+					return err
+				}
+			}
+		}
+		for j := 0; j < 150; j++ { // a counted compressed duplicate sub-tree
+			if err := put("pcdups", []byte(corruptPfx+"kbig"), []byte(fmt.Sprintf("%scbig-%08d", corruptPfx, j))); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
 	// deletes in the last txn, so its freed pages stay in the free DB
@@ -237,6 +305,15 @@ func buildCorruptBase() *corruptBase {
 		}
 		for i := 0; i < 300; i += 10 {
 			if err := del("counted", []byte(fmt.Sprintf("c%04d", i)), nil); err != nil {
+				return err
+			}
+		}
+		// deletes leave anchors that are no key of their page
+		for i := 1; i < 200; i += 7 {
+			if i%17 == 0 {
+				continue
+			}
+			if err := del("pfx", []byte(fmt.Sprintf("%s%0*d", corruptPfx, 3+i%4, i)), nil); err != nil {
 				return err
 			}
 		}
@@ -296,7 +373,8 @@ func buildCorruptBase() *corruptBase {
 
 // corruptKinds are the kinds of page and node classify finds; a pristine
 // file must hold each kind it is asked for.
-var corruptKinds = []string{"overflow", "free", "leaf2", "counted-branch", "branch", "leaf", "intleaf", "subtree-rec", "subpage", "dbrec", "bignode"}
+var corruptKinds = []string{"overflow", "free", "leaf2", "counted-branch", "branch", "leaf", "intleaf", "subtree-rec", "subpage", "dbrec", "bignode",
+	"pfxleaf", "pfxsubpage", "pfxbranch", "pfxleaf2", "pfxsubleaf", "plainleaf"}
 
 // classify finds the live pages of the pristine file by kind (for the seeds)
 // and counts its items. Every kind in need must be present.
@@ -340,6 +418,9 @@ func (cb *corruptBase) classify(need []string) error {
 			continue
 		case fl&wPLeaf2 != 0:
 			add("leaf2", pg, 0)
+			if strings.HasPrefix(who, `db "pfixed"`) {
+				add("pfxleaf2", pg, 0) // a LEAF2 page of a compressed DB
+			}
 			continue
 		case fl&wPCounted != 0:
 			add("counted-branch", pg, 0)
@@ -350,6 +431,18 @@ func (cb *corruptBase) classify(need []string) error {
 			if who == `db "ints"` {
 				add("intleaf", pg, 0)
 			}
+			if who == `db "plain"` {
+				add("plainleaf", pg, 0)
+			}
+			if fl&wPPrefix != 0 {
+				add("pfxleaf", pg, 0)
+				if strings.HasSuffix(who, " dups") {
+					add("pfxsubleaf", pg, 0) // a leaf of a compressed duplicate sub-tree
+				}
+			}
+		}
+		if fl&wPBranch != 0 && strings.HasPrefix(who, `db "p`) && who != `db "plain"` {
+			add("pfxbranch", pg, 0)
 		}
 		if fl&wPLeaf == 0 {
 			continue
@@ -363,6 +456,10 @@ func (cb *corruptBase) classify(need []string) error {
 				add("subtree-rec", pg, i)
 			case nfl&wFDupData != 0:
 				add("subpage", pg, i)
+				ks := int(binary.LittleEndian.Uint16(p[off+6:]))
+				if sp := off + 8 + ks; sp+wPageHdr <= ps && binary.LittleEndian.Uint16(p[sp+10:])&wPPrefix != 0 {
+					add("pfxsubpage", pg, i)
+				}
 			case nfl&wFSubData != 0:
 				add("dbrec", pg, i)
 			case nfl&wFBigData != 0:
@@ -401,6 +498,7 @@ const (
 	ceDBRec           // a field of a DB record (meta or named/sub-tree record)
 	ceMeta            // a meta page field
 	ceCounts          // a counted branch node's counts
+	ceAnchor          // a PREFIX page's anchor record: length, offset (pad) or a node's shared length
 	ceKinds
 )
 
@@ -606,6 +704,59 @@ func (cb *corruptBase) applyEdit(img []byte, e corruptEdit) {
 		}
 		ks := int(binary.LittleEndian.Uint16(p[off+6:]))
 		cb.setField(p, off+8+ks+8*int(e.b&1), 8, e.c, e.v)
+	case ceAnchor:
+		// e.b&1: the page itself or the sub-page in its node e.a; e.b>>1%3:
+		// the anchor's length, the page's pad (its offset), or the shared
+		// length (flags bits 7-15) of node e.a (of the sub-page: node e.a>>4)
+		if e.b&1 == 1 {
+			off := nodeAt(p, e.a)
+			if off < 0 {
+				return
+			}
+			ks := int(binary.LittleEndian.Uint16(p[off+6:]))
+			ds := int(binary.LittleEndian.Uint16(p[off:]))
+			sp := off + 8 + ks
+			if sp+wPageHdr > len(p) {
+				return
+			}
+			p = p[sp:min(sp+ds, len(p))]
+			e.a >>= 4
+		}
+		cb.damageAnchor(p, int(e.b>>1)%3, e)
+	}
+}
+
+// damageAnchor changes one field of the prefix encoding of page (or
+// sub-page) p: 0 the anchor record's length, 1 pad, 2 the shared length of
+// node e.a. Mode e.c as setField (an interesting value: e.v indexes the
+// list); shared lengths are set, flipped or moved within their 9 bits.
+func (cb *corruptBase) damageAnchor(p []byte, field int, e corruptEdit) {
+	if len(p) < wPageHdr {
+		return
+	}
+	switch field {
+	case 0:
+		if a := int(binary.LittleEndian.Uint16(p[8:])); a > 0 {
+			cb.setField(p, a, 2, e.c, e.v)
+		}
+	case 1:
+		cb.setField(p, 8, 2, e.c, e.v)
+	case 2:
+		off := nodeAt(p, e.a)
+		if off < 0 {
+			return
+		}
+		fl := binary.LittleEndian.Uint16(p[off+4:])
+		sh := uint64(fl >> 7)
+		switch e.c % 3 {
+		case 0:
+			sh = cb.interesting(e.v, 2)
+		case 1:
+			sh ^= 1 << (uint(e.v) % 9)
+		case 2:
+			sh += uint64(int64(int8(e.v)))
+		}
+		binary.LittleEndian.PutUint16(p[off+4:], fl&0x7f|uint16(sh<<7))
 	}
 }
 
@@ -656,6 +807,55 @@ func FuzzCorruptFile(f *testing.F) {
 			corruptEdit{ceHeader, pg("branch"), 4, 0, 1, 3},
 			corruptEdit{ceXor, pg("leaf2"), 0x40, 0, 0, 0x11}),
 	}
+	// prefix-compressed pages (the same damage, aimed precisely, is
+	// TestCorruptPrefixPages): ceAnchor's b picks the field (b>>1: 0 the
+	// anchor length, 1 pad, 2 a node's shared length) and page or sub-page
+	// (b&1); for a sub-page a's low bits pick the node holding it, a>>4 the
+	// sub-page's node
+	subA := func(kind string) byte { // a with a % nkeys == the slot and a>>4 == 1
+		sp := spot(kind)
+		p := cb.file[sp.page*cb.psize : (sp.page+1)*cb.psize]
+		n := (int(binary.LittleEndian.Uint16(p[12:])) - wPageHdr) / 2
+		for a := 16; a < 32; a++ {
+			if a%n == sp.slot {
+				return byte(a)
+			}
+		}
+		return byte(sp.slot)
+	}
+	seeds = append(seeds,
+		// a node's shared length set to 511, past its anchor
+		encodeCorruptInput(0, corruptEdit{ceAnchor, pg("pfxleaf"), 1, 4, 0, 37}),
+		// bit 8 of a shared length flipped
+		encodeCorruptInput(0, corruptEdit{ceAnchor, pg("pfxleaf"), 2, 4, 1, 8}),
+		// the anchor's length set to 511 (past the page end) and to 0xffff
+		encodeCorruptInput(0, corruptEdit{ceAnchor, pg("pfxleaf"), 0, 0, 0, 37}),
+		encodeCorruptInput(0, corruptEdit{ceAnchor, pg("pfxleaf"), 0, 0, 0, 16}),
+		// pad (the anchor's offset) past the page, and into the slot array
+		encodeCorruptInput(0, corruptEdit{ceAnchor, pg("pfxleaf"), 0, 2, 0, 17}),
+		encodeCorruptInput(0, corruptEdit{ceAnchor, pg("pfxleaf"), 0, 2, 0, 7}),
+		// a compressed sub-page: a shared length past its anchor; its pad
+		// into its slot array
+		encodeCorruptInput(0, corruptEdit{ceAnchor, pg("pfxsubpage"), subA("pfxsubpage"), 5, 0, 37}),
+		encodeCorruptInput(0, corruptEdit{ceAnchor, pg("pfxsubpage"), subA("pfxsubpage"), 3, 0, 7}),
+		// a leaf of a compressed duplicate sub-tree: a shared length + 1
+		encodeCorruptInput(0, corruptEdit{ceAnchor, pg("pfxsubleaf"), 3, 4, 2, 1}),
+		// a suffix size of 511 (shared + ksize > 511), of 0 with shared 0
+		encodeCorruptInput(0, corruptEdit{ceNodeHdr, pg("pfxleaf"), 1, 3, 0, 37}),
+		encodeCorruptInput(0, corruptEdit{ceAnchor, pg("pfxleaf"), 2, 4, 0, 0},
+			corruptEdit{ceNodeHdr, pg("pfxleaf"), 2, 3, 0, 0}),
+		// P_PREFIX (0x400) set on a branch and a LEAF2 page of a compressed
+		// DB and on a plain DB's leaf; cleared on a compressed leaf and
+		// sub-page
+		encodeCorruptInput(0, corruptEdit{ceHeader, pg("pfxbranch"), 2, 0, 1, 10}),
+		encodeCorruptInput(0, corruptEdit{ceHeader, pg("pfxleaf2"), 2, 0, 1, 10}),
+		encodeCorruptInput(0, corruptEdit{ceHeader, pg("plainleaf"), 2, 0, 1, 10}),
+		encodeCorruptInput(0, corruptEdit{ceHeader, pg("pfxleaf"), 2, 0, 1, 10}),
+		encodeCorruptInput(0, corruptEdit{ceSubPage, pg("pfxsubpage"), sl("pfxsubpage"), 2, 3, 10}),
+		// a damaged compressed leaf, then writes, a drop and copies
+		encodeCorruptInput(coDrop|coCopy, corruptEdit{ceAnchor, pg("pfxleaf"), 4, 4, 1, 2},
+			corruptEdit{ceAnchor, pg("pfxsubpage"), subA("pfxsubpage"), 1, 2, 3}),
+	)
 	for _, s := range seeds {
 		f.Add(s)
 	}
@@ -1268,6 +1468,14 @@ func adjacentInPage(p, a, b []byte, top bool) bool {
 	if fl&wPLeaf == 0 {
 		return false
 	}
+	// a PREFIX page: keys are anchor[:shared] + the stored suffix
+	var anchor []byte
+	pfx := fl&wPPrefix != 0
+	if at := int(binary.LittleEndian.Uint16(p[8:])); pfx && at > 0 && at+2 <= len(p) {
+		if l := int(binary.LittleEndian.Uint16(p[at:])); at+2+l <= len(p) {
+			anchor = p[at+2 : at+2+l]
+		}
+	}
 	var prev []byte
 	for i := 0; i < n; i++ {
 		off := int(binary.LittleEndian.Uint16(p[wPageHdr+2*i:]))
@@ -1281,6 +1489,13 @@ func adjacentInPage(p, a, b []byte, top bool) bool {
 			continue
 		}
 		k := p[off+8 : off+8+ks]
+		if sh := int(binary.LittleEndian.Uint16(p[off+4:]) >> 7); pfx && sh > 0 {
+			if sh > len(anchor) {
+				prev = nil
+				continue
+			}
+			k = append(append([]byte(nil), anchor[:sh]...), k...)
+		}
 		if prev != nil && bytes.Equal(prev, a) && bytes.Equal(k, b) {
 			return true
 		}

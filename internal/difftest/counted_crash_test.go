@@ -47,9 +47,23 @@ func init() {
 
 type ccPair struct{ k, v string }
 
+// ccPrefix, in the prefix-compressed runs (TestPrefixCrashSafety,
+// TestPrefixCountedCrashSafety), starts every key of the three DBs and every
+// value of the DUPSORT one, so that their leaves (and duplicate sub-pages and
+// sub-trees) share a long prefix; empty otherwise. The child sets it from
+// DIFFTEST_CC_PFX, the parent for the duration of its run.
+var ccPrefix string
+
+const ccLongPrefix = "urn:dlmdb:crash-test/prefix-compressed/shared-part/"
+
 // ccWindow: what txn s adds that txn s+ccKeep deletes again.
 func ccWindow(s uint64) (cnt []crashItem, dup, fix []ccPair) {
 	cnt = crashBatch(s) // own keys per s, overflow values now and then
+	if ccPrefix != "" {
+		for i := range cnt {
+			cnt[i].key = append([]byte(ccPrefix), cnt[i].key...)
+		}
+	}
 	n := 1 + int(s*7919%41)
 	for i := 0; i < n; i++ {
 		k := fmt.Sprintf("g%02d", (s+uint64(i))%40)
@@ -57,10 +71,10 @@ func ccWindow(s uint64) (cnt []crashItem, dup, fix []ccPair) {
 			k = "hot"
 		}
 		// 40-byte values: the hot key's duplicates outgrow a sub-page
-		dup = append(dup, ccPair{k, fmt.Sprintf("v%08d-%03d-%026d", s, i, s*uint64(i+1))})
+		dup = append(dup, ccPair{ccPrefix + k, ccPrefix + fmt.Sprintf("v%08d-%03d-%026d", s, i, s*uint64(i+1))})
 		var b [8]byte
 		binary.BigEndian.PutUint64(b[:], s*1000+uint64(i))
-		fix = append(fix, ccPair{fmt.Sprintf("f%d", i%3), string(b[:])})
+		fix = append(fix, ccPair{ccPrefix + fmt.Sprintf("f%d", i%3), string(b[:])})
 	}
 	return
 }
@@ -70,7 +84,7 @@ func ccPermKeys(s uint64) []ccPair {
 	out := make([]ccPair, ccPerTx)
 	for j := range out {
 		id := (s*37 + uint64(j)*101) % ccPerm
-		out[j] = ccPair{fmt.Sprintf("p%04d", id), fmt.Sprintf("perm-%d-%d", s, id)}
+		out[j] = ccPair{ccPrefix + fmt.Sprintf("p%04d", id), fmt.Sprintf("perm-%d-%d", s, id)}
 	}
 	return out
 }
@@ -148,6 +162,10 @@ func countedCrashWriter() error {
 		counted := uint(dl.Counted)
 		if os.Getenv("DIFFTEST_CC_PLAIN") == "1" {
 			counted = 0 // TestDupSortCrashSafety: the same DBs without counts
+		}
+		if os.Getenv("DIFFTEST_CC_PFX") == "1" {
+			counted |= dl.PrefixCompression // the prefix-compressed runs
+			ccPrefix = ccLongPrefix
 		}
 		specs := map[string]uint{ccCnt: counted, ccDup: counted | dl.DupSort,
 			ccFix: counted | dl.DupSort | dl.DupFixed, ccSeq: 0}
@@ -318,6 +336,8 @@ func ccCompare(txn *dl.Txn, dbi dl.DBI, name string, want map[string]bool) error
 	n := uint64(len(keys))
 	if flags, err := txn.Flags(dbi); err != nil {
 		return err
+	} else if (flags&dl.PrefixCompression != 0) != (ccPrefix != "") {
+		return fmt.Errorf("DB flags %#x in a run with key prefix %q", flags, ccPrefix)
 	} else if flags&dl.Counted == 0 {
 		return nil // an uncounted run (TestDupSortCrashSafety): contents only
 	}
@@ -347,22 +367,42 @@ func ccCompare(txn *dl.Txn, dbi dl.DBI, name string, want map[string]bool) error
 }
 
 func TestCountedCrashSafety(t *testing.T) {
-	ccCrashRun(t, false, 48*testScale(t))
+	ccCrashRun(t, false, false, 48*testScale(t))
 }
 
 // The same writer and checks over the same DBs created without MDB_COUNTED:
 // crash safety of plain DUPSORT and DUPSORT|DUPFIXED DBs (inline sub-pages
 // and a sub-tree under one hot key) with nested transactions.
 func TestDupSortCrashSafety(t *testing.T) {
-	ccCrashRun(t, true, 24*testScale(t))
+	ccCrashRun(t, true, false, 24*testScale(t))
 }
 
-func ccCrashRun(t *testing.T, plain bool, kills int) {
+// The same again with the three DBs prefix-compressed (and their keys, and
+// the DUPSORT values, sharing a 52-byte prefix): crash safety of compressed
+// leaves, compressed sub-pages and compressed duplicate sub-trees, without
+// counts and with them. After each kill the file walk also requires that
+// leaf pages with P_PREFIX were found.
+func TestPrefixCrashSafety(t *testing.T) {
+	ccCrashRun(t, true, true, 24*testScale(t))
+}
+
+func TestPrefixCountedCrashSafety(t *testing.T) {
+	ccCrashRun(t, false, true, 24*testScale(t))
+}
+
+func ccCrashRun(t *testing.T, plain, pfx bool, kills int) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	seedMix, wantTrees, plainEnv := int64(0xcc), 3, "DIFFTEST_CC_PLAIN=0"
 	if plain {
 		seedMix, wantTrees, plainEnv = 0xcd, 0, "DIFFTEST_CC_PLAIN=1"
+	}
+	pfxEnv := "DIFFTEST_CC_PFX=0"
+	if pfx {
+		seedMix ^= 0x100
+		pfxEnv = "DIFFTEST_CC_PFX=1"
+		ccPrefix = ccLongPrefix
+		defer func() { ccPrefix = "" }()
 	}
 	r := rand.New(rand.NewSource(masterSeed(t) ^ seedMix))
 	dir := t.TempDir()
@@ -373,7 +413,7 @@ func ccCrashRun(t *testing.T, plain bool, kills int) {
 		if i%3 == 2 {
 			writemap = "1"
 		}
-		cmd := childCmd("counted-crash-writer", "DIFFTEST_DIR="+dir, "DIFFTEST_WRITEMAP="+writemap, plainEnv)
+		cmd := childCmd("counted-crash-writer", "DIFFTEST_DIR="+dir, "DIFFTEST_WRITEMAP="+writemap, plainEnv, pfxEnv)
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -447,6 +487,11 @@ func ccCrashRun(t *testing.T, plain bool, kills int) {
 		}
 		if probs, trees := countedFileCheck(dir); len(probs) > 0 || trees != wantTrees {
 			t.Fatalf("kill %d: counts in the data file (%d counted trees, want %d): %v", i, trees, wantTrees, probs)
+		}
+		if pfx && reported > 0 {
+			if leaves, prefixed, probs := prefixLeafPages(dir); prefixed == 0 || len(probs) > 0 {
+				t.Fatalf("kill %d: %d of %d leaf pages (and sub-pages) have P_PREFIX (want some); walk: %v", i, prefixed, leaves, probs)
+			}
 		}
 		got := ccVerify(t, dir)
 		if i%6 == 5 {
