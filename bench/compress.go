@@ -37,13 +37,13 @@ type compressSizes struct {
 
 func compressPreset(c *Config) compressSizes {
 	s := compressSizes{
-		Entries: c.Size(1_000_000, 50_000, 100),
-		Updates: c.Size(500_000, 25_000, 10),
-		Deletes: c.Size(500_000, 25_000, 10),
-		Reads:   c.Size(500_000, 25_000, 10),
-		Scans:   c.Size(1_000, 500, 4),
+		Entries: c.Size(1_000_000, 100_000, 100),
+		Updates: c.Size(500_000, 50_000, 10),
+		Deletes: c.Size(500_000, 50_000, 10),
+		Reads:   c.Size(500_000, 50_000, 10),
+		Scans:   c.Size(1_000, 1_000, 4),
 		ScanLen: 256,
-		DupKeys: c.Size(50_000, 2_500, 5),
+		DupKeys: c.Size(50_000, 5_000, 5),
 		Dups:    20,
 		Rounds:  c.RoundsOr(5, 3),
 		MapSize: 4 << 30,
