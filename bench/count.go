@@ -107,6 +107,7 @@ type countDB struct {
 	keys    int
 	dups    int // 1 for the unique database
 	counted bool
+	extra   uint // further DBI flags of the layout (PrefixCompression)
 }
 
 func (d *countDB) close() error {
@@ -125,12 +126,17 @@ func (d *countDB) close() error {
 // order into one named database, all in one write transaction. The returned
 // duration covers the puts and the commit only.
 func countLoad(c *Config, counted bool, dups int, keys, vals, dupVals decimalTable, order []int32) (*countDB, time.Duration, error) {
+	return countLoadAs(c, counted, 0, dups, keys, vals, dupVals, order)
+}
+
+// countLoadAs is countLoad with further DBI flags (extra) on the database.
+func countLoadAs(c *Config, counted bool, extra uint, dups int, keys, vals, dupVals decimalTable, order []int32) (*countDB, time.Duration, error) {
 	n := len(order)
 	dir, err := c.TempDir("count")
 	if err != nil {
 		return nil, 0, err
 	}
-	d := &countDB{dir: dir, keys: n, dups: dups, counted: counted}
+	d := &countDB{dir: dir, keys: n, dups: dups, counted: counted, extra: extra}
 	fail := func(err error) (*countDB, time.Duration, error) {
 		d.close()
 		return nil, 0, err
@@ -154,7 +160,7 @@ func countLoad(c *Config, counted bool, dups int, keys, vals, dupVals decimalTab
 	if err != nil {
 		return fail(err)
 	}
-	flags := uint(ourslmdb.Create)
+	flags := uint(ourslmdb.Create) | extra
 	if counted {
 		flags |= ourslmdb.Counted
 	}
@@ -207,6 +213,9 @@ func (d *countDB) verify(keys, vals, dupVals decimalTable, deep bool) error {
 	if (fl&ourslmdb.Counted != 0) != d.counted {
 		return fmt.Errorf("database flags %#x: counted=%v expected", fl, d.counted)
 	}
+	if fl&ourslmdb.PrefixCompression != d.extra&ourslmdb.PrefixCompression {
+		return fmt.Errorf("database flags %#x: prefix compression %#x expected", fl, d.extra&ourslmdb.PrefixCompression)
+	}
 	want := uint64(d.keys) * uint64(d.dups)
 	st, err := txn.Stat(d.dbi)
 	if err != nil {
@@ -258,6 +267,16 @@ func (d *countDB) verify(keys, vals, dupVals decimalTable, deep bool) error {
 	return nil
 }
 
+// countLayouts are the two layouts every row of count_bench runs on: plain
+// DBIs, and DLMDB's (prefix compression on in both columns).
+var countLayouts = []struct {
+	suffix string
+	flags  uint
+}{
+	{"", 0},
+	{" — both prefix-compressed", ourslmdb.PrefixCompression},
+}
+
 // countRange is one inclusive key range [lo, hi] of the query set.
 type countRange struct{ lo, hi int }
 
@@ -273,50 +292,7 @@ func runCount(c *Config) (*Table, error) {
 	t := &Table{Sides: []string{"baseline", "counted"}}
 	progress := func(s string) { c.Logf("  %s", s) }
 
-	// --- insert cost: the same shuffled load into an uncounted and a counted DBI.
-	insertRow := func(name, size string, dups int, ord []int32) error {
-		if !c.WantRow(name) {
-			return nil
-		}
-		c.Logf("count: %s", name)
-		side := func(counted bool) Side {
-			label := "uncounted"
-			if counted {
-				label = "counted"
-			}
-			return Side{Name: label, Measure: func(r int) (float64, error) {
-				d, el, err := countLoad(c, counted, dups, keys, vals, dupVals, ord)
-				if err != nil {
-					return 0, err
-				}
-				err = d.verify(keys, vals, dupVals, r == 0)
-				if cerr := d.close(); err == nil {
-					err = cerr
-				}
-				if err != nil {
-					return 0, err
-				}
-				return float64(el.Nanoseconds()) / 1e6, nil
-			}}
-		}
-		st, err := Alternate(sz.Rounds, []Side{side(false), side(true)}, progress)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		t.Add(name, size, "ms", st...)
-		return nil
-	}
-	insUnique := "insert, unique keys (baseline: uncounted DBI)"
-	insDup := "insert, DUPSORT (baseline: uncounted DBI)"
-	if err := insertRow(insUnique, fmt.Sprintf("%s keys, shuffled, 1 txn", Comma(sz.Keys)), 1, order); err != nil {
-		return nil, err
-	}
-	if err := insertRow(insDup, fmt.Sprintf("%s keys × %d dups = %s values, shuffled, 1 txn",
-		Comma(sz.DupKeys), sz.Dups, Comma(sz.DupKeys*sz.Dups)), sz.Dups, dupOrder); err != nil {
-		return nil, err
-	}
-
-	// --- queries on one counted unique and one counted DUPSORT database.
+	// --- the query set (the same for both layouts).
 	rng := amRng{s: 0x5eed}
 	ranges := make([]countRange, sz.Queries)
 	for i := range ranges {
@@ -333,64 +309,115 @@ func runCount(c *Config) (*Table, error) {
 		ranks[i] = uint64(rng.intn(sz.Keys))
 	}
 
-	rangeName := "range count, unique (baseline: cursor walk, MDB_SET_RANGE + MDB_NEXT)"
-	rankNames := []string{
-		"rank → entry (baseline: MDB_FIRST + r × MDB_NEXT; counted: Cursor.GetRank)",
-		"rank → entry (baseline: MDB_FIRST + r × MDB_NEXT; counted: Txn.Rank)",
-		"key → rank (baseline: walk from MDB_FIRST to the key; counted: Txn.KeyRank)",
-	}
-	dupName := "range count, DUPSORT values (baseline: MDB_NEXT_NODUP + Cursor.Count per key)"
-	wantUnique := c.WantRow(rangeName)
-	for _, n := range rankNames {
-		wantUnique = wantUnique || c.WantRow(n)
-	}
-	if wantUnique {
-		c.Logf("count: loading the counted unique database (%s keys)", Comma(sz.Keys))
-		d, _, err := countLoad(c, true, 1, keys, vals, dupVals, order)
-		if err != nil {
+	// Each layout runs every row: the plain one (DLMDB's rows without prefix
+	// compression) and DLMDB's own layout, prefix compression on for both
+	// columns.
+	var insNames []string
+	for _, lay := range countLayouts {
+		// --- insert cost: the same shuffled load into an uncounted and a counted DBI.
+		insertRow := func(name, size string, dups int, ord []int32) error {
+			if !c.WantRow(name) {
+				return nil
+			}
+			c.Logf("count: %s", name)
+			side := func(counted bool) Side {
+				label := "uncounted"
+				if counted {
+					label = "counted"
+				}
+				return Side{Name: label, Measure: func(r int) (float64, error) {
+					d, el, err := countLoadAs(c, counted, lay.flags, dups, keys, vals, dupVals, ord)
+					if err != nil {
+						return 0, err
+					}
+					err = d.verify(keys, vals, dupVals, r == 0)
+					if cerr := d.close(); err == nil {
+						err = cerr
+					}
+					if err != nil {
+						return 0, err
+					}
+					return float64(el.Nanoseconds()) / 1e6, nil
+				}}
+			}
+			st, err := Alternate(sz.Rounds, []Side{side(false), side(true)}, progress)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			t.Add(name, size, "ms", st...)
+			return nil
+		}
+		insUnique := "insert, unique keys (baseline: uncounted DBI)" + lay.suffix
+		insDup := "insert, DUPSORT (baseline: uncounted DBI)" + lay.suffix
+		insNames = append(insNames, insUnique, insDup)
+		if err := insertRow(insUnique, fmt.Sprintf("%s keys, shuffled, 1 txn", Comma(sz.Keys)), 1, order); err != nil {
 			return nil, err
 		}
-		err = d.verify(keys, vals, dupVals, false)
-		if err == nil {
-			walk, counted := rangeSides(d, keys, ranges)
-			err = countQueryRow(c, t, sz.Rounds, rangeName,
-				fmt.Sprintf("%s keys, %s queries × %s keys", Comma(sz.Keys), Comma(len(ranges)), Comma(sz.Span+1)), walk, counted)
+		if err := insertRow(insDup, fmt.Sprintf("%s keys × %d dups = %s values, shuffled, 1 txn",
+			Comma(sz.DupKeys), sz.Dups, Comma(sz.DupKeys*sz.Dups)), sz.Dups, dupOrder); err != nil {
+			return nil, err
 		}
-		rs := rankSides(d, keys, vals, ranks, sz.NaiveRank)
-		rankSize := fmt.Sprintf("%s keys, %s random ranks (baseline: first %s)", Comma(sz.Keys), Comma(len(ranks)), Comma(sz.NaiveRank))
-		for i, pair := range [][2]Side{{rs.walk, rs.cursorRank}, {rs.walk, rs.txnRank}, {rs.keyWalk, rs.keyRank}} {
+
+		// --- queries on one counted unique and one counted DUPSORT database.
+		rangeName := "range count, unique (baseline: cursor walk, MDB_SET_RANGE + MDB_NEXT)" + lay.suffix
+		rankNames := []string{
+			"rank → entry (baseline: MDB_FIRST + r × MDB_NEXT; counted: Cursor.GetRank)" + lay.suffix,
+			"rank → entry (baseline: MDB_FIRST + r × MDB_NEXT; counted: Txn.Rank)" + lay.suffix,
+			"key → rank (baseline: walk from MDB_FIRST to the key; counted: Txn.KeyRank)" + lay.suffix,
+		}
+		dupName := "range count, DUPSORT values (baseline: MDB_NEXT_NODUP + Cursor.Count per key)" + lay.suffix
+		wantUnique := c.WantRow(rangeName)
+		for _, n := range rankNames {
+			wantUnique = wantUnique || c.WantRow(n)
+		}
+		if wantUnique {
+			c.Logf("count: loading the counted unique database (%s keys%s)", Comma(sz.Keys), lay.suffix)
+			d, _, err := countLoadAs(c, true, lay.flags, 1, keys, vals, dupVals, order)
+			if err != nil {
+				return nil, err
+			}
+			err = d.verify(keys, vals, dupVals, false)
 			if err == nil {
-				err = countQueryRow(c, t, sz.Rounds, rankNames[i], rankSize, pair[0], pair[1])
+				walk, counted := rangeSides(d, keys, ranges)
+				err = countQueryRow(c, t, sz.Rounds, rangeName,
+					fmt.Sprintf("%s keys, %s queries × %s keys", Comma(sz.Keys), Comma(len(ranges)), Comma(sz.Span+1)), walk, counted)
+			}
+			rs := rankSides(d, keys, vals, ranks, sz.NaiveRank)
+			rankSize := fmt.Sprintf("%s keys, %s random ranks (baseline: first %s)", Comma(sz.Keys), Comma(len(ranks)), Comma(sz.NaiveRank))
+			for i, pair := range [][2]Side{{rs.walk, rs.cursorRank}, {rs.walk, rs.txnRank}, {rs.keyWalk, rs.keyRank}} {
+				if err == nil {
+					err = countQueryRow(c, t, sz.Rounds, rankNames[i], rankSize, pair[0], pair[1])
+				}
+			}
+			if cerr := d.close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return nil, err
 			}
 		}
-		if cerr := d.close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if c.WantRow(dupName) {
-		c.Logf("count: loading the counted DUPSORT database (%s values)", Comma(sz.DupKeys*sz.Dups))
-		d, _, err := countLoad(c, true, sz.Dups, keys, vals, dupVals, dupOrder)
-		if err != nil {
-			return nil, err
-		}
-		err = d.verify(keys, vals, dupVals, false)
-		if err == nil {
-			walk, counted := dupSides(d, keys, dupRanges)
-			err = countQueryRow(c, t, sz.Rounds, dupName, fmt.Sprintf("%s keys × %d dups, %s queries × %s keys",
-				Comma(sz.DupKeys), d.dups, Comma(len(dupRanges)), Comma(sz.Span+1)), walk, counted)
-		}
-		if cerr := d.close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return nil, err
+		if c.WantRow(dupName) {
+			c.Logf("count: loading the counted DUPSORT database (%s values%s)", Comma(sz.DupKeys*sz.Dups), lay.suffix)
+			d, _, err := countLoadAs(c, true, lay.flags, sz.Dups, keys, vals, dupVals, dupOrder)
+			if err != nil {
+				return nil, err
+			}
+			err = d.verify(keys, vals, dupVals, false)
+			if err == nil {
+				walk, counted := dupSides(d, keys, dupRanges)
+				err = countQueryRow(c, t, sz.Rounds, dupName, fmt.Sprintf("%s keys × %d dups, %s queries × %s keys",
+					Comma(sz.DupKeys), d.dups, Comma(len(dupRanges)), Comma(sz.Span+1)), walk, counted)
+			}
+			if cerr := d.close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
 	}
 
-	t.Notes = countNotes(t, sz, insUnique, insDup)
+	t.Notes = countNotes(t, sz, insNames)
 	return t, nil
 }
 
@@ -490,6 +517,7 @@ func rankSides(d *countDB, keys, vals decimalTable, ranks []uint64, naive int) r
 		}
 		return nil
 	}
+	keep := newViewKeeper(d.extra&ourslmdb.PrefixCompression != 0, len(ranks))
 	rankOf := make([]uint64, len(ranks))
 	checkRanks := func(what string, n int) error {
 		for i := 0; i < n; i++ {
@@ -516,6 +544,7 @@ func rankSides(d *countDB, keys, vals decimalTable, ranks []uint64, naive int) r
 			if err != nil {
 				return 0, fmt.Errorf("walk to rank %d: %w", ranks[i], err)
 			}
+			k, v = keep.pair(i, k, v)
 			hits[i] = hit{k, v}
 		}
 		el := time.Since(t0)
@@ -534,6 +563,7 @@ func rankSides(d *countDB, keys, vals decimalTable, ranks []uint64, naive int) r
 			if err != nil {
 				return 0, fmt.Errorf("GetRank %d: %w", r, err)
 			}
+			k, v = keep.pair(i, k, v)
 			hits[i] = hit{k, v}
 		}
 		el := time.Since(t0)
@@ -552,6 +582,7 @@ func rankSides(d *countDB, keys, vals decimalTable, ranks []uint64, naive int) r
 			if err != nil {
 				return 0, fmt.Errorf("Rank %d: %w", r, err)
 			}
+			k, v = keep.pair(i, k, v)
 			hits[i] = hit{k, v}
 		}
 		el := time.Since(t0)
@@ -664,6 +695,37 @@ func dupSides(d *countDB, keys decimalTable, ranges []countRange) (walk, counted
 	return walk, counted
 }
 
+// viewKeeper copies keys and values that a timed loop keeps for checking
+// after the timer. Under RawRead a key decoded from a prefix-compressed page
+// (and a Txn.Rank result) lasts only until the next call, so on such layouts
+// it must be copied at once; buffers are allocated up front, so the copy is
+// a memmove in the timed loop. Off (plain layouts), pair returns its
+// arguments: views into the map stay valid for the transaction.
+type viewKeeper struct {
+	on   bool
+	bufs [][]byte
+}
+
+func newViewKeeper(on bool, n int) *viewKeeper {
+	vk := &viewKeeper{on: on}
+	if on {
+		vk.bufs = make([][]byte, 2*n)
+		for i := range vk.bufs {
+			vk.bufs[i] = make([]byte, 0, 64)
+		}
+	}
+	return vk
+}
+
+func (vk *viewKeeper) pair(i int, k, v []byte) ([]byte, []byte) {
+	if !vk.on {
+		return k, v
+	}
+	vk.bufs[2*i] = append(vk.bufs[2*i][:0], k...)
+	vk.bufs[2*i+1] = append(vk.bufs[2*i+1][:0], v...)
+	return vk.bufs[2*i], vk.bufs[2*i+1]
+}
+
 // countQueryRow runs one alternating comparison and adds it to t.
 func countQueryRow(c *Config, t *Table, rounds int, name, size string, sides ...Side) error {
 	if !c.WantRow(name) {
@@ -678,13 +740,21 @@ func countQueryRow(c *Config, t *Table, rounds int, name, size string, sides ...
 	return nil
 }
 
-func countNotes(t *Table, sz countSizes, insUnique, insDup string) []string {
+// countNotes: insNames are the insert rows' names, unique then DUPSORT, per
+// layout (countLayouts order).
+func countNotes(t *Table, sz countSizes, insNames []string) []string {
 	overhead := ""
 	for _, r := range t.Rows {
-		if (r.Name == insUnique || r.Name == insDup) && r.Stats[0].Median > 0 {
+		for i, n := range insNames {
+			if r.Name != n || r.Stats[0].Median <= 0 {
+				continue
+			}
 			what := "unique"
-			if r.Name == insDup {
+			if i%2 == 1 {
 				what = "DUPSORT"
+			}
+			if lay := countLayouts[i/2]; lay.flags != 0 {
+				what += " (prefix-compressed)"
 			}
 			overhead += fmt.Sprintf(" %s %.3fx;", what, r.Stats[1].Median/r.Stats[0].Median)
 		}
@@ -697,7 +767,7 @@ func countNotes(t *Table, sz countSizes, insUnique, insDup string) []string {
 			"range queries are inclusive [lo, lo+%s] with random lo; %d alternating rounds per row; every round checks each count / entry / rank against the known answer.",
 			Comma(sz.Span), sz.Rounds),
 		"Each baseline step is one cgo call (Cursor.Get / Cursor.Count), so baseline times include the Go binding's per-call cost that DLMDB's C loop does not pay; ratios are therefore higher than a C-to-C comparison.",
-		"Plain layout only: prefix compression (MDB_PREFIX_COMPRESSION, on in DLMDB's run) is not implemented yet.",
+		"Every row runs twice: on plain DBIs, then in DLMDB's layout (rows marked \"both prefix-compressed\": MDB_PREFIX_COMPRESSION on the DBIs of both columns, as in DLMDB's run; with prefix compression the rank rows copy each returned key and value inside the timer, since decoded views last only until the next call).",
 		"DLMDB's reference (C, Apple M3 Pro, 16 KiB pages, prefix compression): insert +0.8 % unique / +1.5 % DUPSORT; range count 171.49 → 0.94 µs (182x); " +
 			"rank 599.89 → 0.57 µs (1,051x); DUPSORT range count 536.04 → 1.52 µs (347x); direct mdb_get_rank 0.26 µs.",
 	}

@@ -5,6 +5,7 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -41,7 +42,14 @@ func mustUpdate(t *testing.T, env *ourslmdb.Env, fn func(txn *ourslmdb.Txn) erro
 
 // Every side of count_bench accepts the right answers and fails loudly once
 // the database no longer holds what the suite loaded into it.
+// (On both layouts of countLayouts: plain and prefix-compressed.)
 func TestCountSidesDetectWrongAnswers(t *testing.T) {
+	for _, lay := range countLayouts {
+		t.Run(fmt.Sprintf("flags=%#x", lay.flags), func(t *testing.T) { testCountSides(t, lay.flags) })
+	}
+}
+
+func testCountSides(t *testing.T, extra uint) {
 	runtime.LockOSThread() // write transactions stay on one thread
 	defer runtime.UnlockOSThread()
 	c := &Config{Quick: true, Scale: 0.01, Rounds: 1, TmpDir: t.TempDir()}
@@ -50,12 +58,12 @@ func TestCountSidesDetectWrongAnswers(t *testing.T) {
 	keys := makeDecimals('k', countKeyWidth, n)
 	vals := makeDecimals('v', countKeyWidth, n)
 	dupVals := makeDecimals('d', countDupWidth, dups)
-	u, _, err := countLoad(c, true, 1, keys, vals, dupVals, Perm(n, 1))
+	u, _, err := countLoadAs(c, true, extra, 1, keys, vals, dupVals, Perm(n, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer u.close()
-	dd, _, err := countLoad(c, true, dups, keys, vals, dupVals, Perm(dupKeys, 2))
+	dd, _, err := countLoadAs(c, true, extra, dups, keys, vals, dupVals, Perm(dupKeys, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +79,11 @@ func TestCountSidesDetectWrongAnswers(t *testing.T) {
 		t.Fatalf("a counted database passed as uncounted: %v", err)
 	}
 	u.counted = true
+	u.extra ^= ourslmdb.PrefixCompression
+	if err := u.verify(keys, vals, dupVals, false); err == nil || !strings.Contains(err.Error(), "prefix") {
+		t.Fatalf("a database of the other layout passed: %v", err)
+	}
+	u.extra ^= ourslmdb.PrefixCompression
 
 	ranges := []countRange{{0, 30}, {17, 59}}
 	ranks := []uint64{5, 150, 198}
@@ -104,31 +117,37 @@ func TestSampleSidesDetectWrongAnswers(t *testing.T) {
 	c := &Config{Quick: true, Scale: 0.01, Rounds: 1, TmpDir: t.TempDir()}
 	defer c.RemoveTemps()
 	sz := sampleSizes{Entries: 500, Samples: 10, Stride: 50, Batch: 120, Dups: 4, Rounds: 1, MapSize: 64 << 20}
-	for _, dups := range []int{1, sz.Dups} {
-		d, _, err := samplePopulate(c, sz, dups)
-		if err != nil {
-			t.Fatal(err)
-		}
-		scan, ranked := sampleSides(d, sz)
-		for _, s := range []Side{scan, ranked} {
-			if v, err := s.Measure(0); err != nil || v <= 0 {
-				t.Fatalf("dups %d: %s on a good database: %v, %v", dups, s.Name, v, err)
+	for _, lay := range countLayouts {
+		for _, dups := range []int{1, sz.Dups} {
+			d, _, err := samplePopulateAs(c, sz, dups, lay.flags)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		key, val := make([]byte, sampleWidth), make([]byte, sampleWidth)
-		decimal(key, 'k', 0)
-		decimal(val, 'v', 0)
-		mustUpdate(t, d.env, func(txn *ourslmdb.Txn) error { return txn.Del(d.dbi, key, val) })
-		for _, s := range []Side{scan, ranked} {
-			if _, err := s.Measure(1); !wrongAnswer(err) {
-				t.Fatalf("dups %d: %s on a damaged database: err %v, want a wrong-answer failure", dups, s.Name, err)
+			scan, ranked := sampleSides(d, sz)
+			for _, s := range []Side{scan, ranked} {
+				if v, err := s.Measure(0); err != nil || v <= 0 {
+					t.Fatalf("dups %d: %s on a good database: %v, %v", dups, s.Name, v, err)
+				}
 			}
-		}
-		if err := d.verify(); !wrongAnswer(err) {
-			t.Fatalf("dups %d: verify after a delete: %v", dups, err)
-		}
-		if err := d.close(); err != nil {
-			t.Fatal(err)
+			key, val := make([]byte, sampleWidth), make([]byte, sampleWidth)
+			decimal(key, 'k', 0)
+			decimal(val, 'v', 0)
+			mustUpdate(t, d.env, func(txn *ourslmdb.Txn) error { return txn.Del(d.dbi, key, val) })
+			for _, s := range []Side{scan, ranked} {
+				if _, err := s.Measure(1); !wrongAnswer(err) {
+					t.Fatalf("dups %d: %s on a damaged database: err %v, want a wrong-answer failure", dups, s.Name, err)
+				}
+			}
+			if err := d.verify(); !wrongAnswer(err) {
+				t.Fatalf("dups %d: verify after a delete: %v", dups, err)
+			}
+			d.extra ^= ourslmdb.PrefixCompression
+			if err := d.verify(); err == nil || !strings.Contains(err.Error(), "prefix") {
+				t.Fatalf("dups %d: a database of the other layout passed: %v", dups, err)
+			}
+			if err := d.close(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }
@@ -139,7 +158,7 @@ func TestCountedSuitesJSON(t *testing.T) {
 	for _, tc := range []struct {
 		cmd, id string
 		rows    int
-	}{{"count_bench", "count", 7}, {"sample_bench", "sample", 2}} {
+	}{{"count_bench", "count", 14}, {"sample_bench", "sample", 4}} {
 		var out, errb bytes.Buffer
 		args := []string{"-quick", "-scale", "0.01", "-rounds", "2", "-tmpdir", t.TempDir(), "-json"}
 		if code := Main(tc.cmd, args, &out, &errb, tc.id); code != 0 {

@@ -15,6 +15,9 @@ type Row struct {
 	Stats []Stats `json:"stats"`
 	// Ratio is Stats[0].Median / Stats[1].Median.
 	Ratio float64 `json:"ratio"`
+	// Ratios, in tables of more than two sides, is Stats[0].Median over
+	// the median of each further side (Ratios[0] == Ratio).
+	Ratios []float64 `json:"ratios,omitempty"`
 }
 
 // Table is the result of one suite; ID names its README marker pair.
@@ -33,6 +36,15 @@ func (t *Table) Add(name, size, unit string, stats ...Stats) {
 	r := Row{Name: name, Size: size, Unit: unit, Stats: stats}
 	if len(stats) >= 2 && stats[1].Median != 0 {
 		r.Ratio = stats[0].Median / stats[1].Median
+	}
+	if len(stats) > 2 {
+		for _, s := range stats[1:] {
+			var q float64
+			if s.Median != 0 {
+				q = stats[0].Median / s.Median
+			}
+			r.Ratios = append(r.Ratios, q)
+		}
 	}
 	t.Rows = append(t.Rows, r)
 }
@@ -53,6 +65,10 @@ func (t *Table) Markdown() string {
 		}
 		head = append(head, t.Sides[0]+" / "+t.Sides[1])
 		align = append(align, "---:")
+		for _, s := range t.Sides[min(2, len(t.Sides)):] {
+			head = append(head, t.Sides[0]+" / "+s)
+			align = append(align, "---:")
+		}
 	}
 	writeRow(&b, head)
 	writeRow(&b, align)
@@ -66,6 +82,9 @@ func (t *Table) Markdown() string {
 				cells = append(cells, FormatNum(r.Stats[0].Median-r.Stats[1].Median))
 			}
 			cells = append(cells, fmt.Sprintf("%.2fx", r.Ratio))
+			for i := 1; i < len(r.Ratios); i++ {
+				cells = append(cells, fmt.Sprintf("%.2fx", r.Ratios[i]))
+			}
 		}
 		writeRow(&b, cells)
 	}

@@ -139,7 +139,7 @@ func runStartup(c *Config) (*Table, error) {
 	t.Notes = []string{
 		fmt.Sprintf("Each round is the mean of %d open/close cycles of a closed, fully written environment (warm page cache); %d alternating rounds per row.", reps, rounds),
 		"The timer covers creating the env handle, setting map size and max DBs, mdb_env_open, a read-only txn_begin and dbi_open of a named DBI (plus one get of a random key). Close and verification are outside it.",
-		"Plain DBI (stock LMDB has no extensions); the counted variant is in the next table, prefix-compressed ones follow with MDB_PREFIX_COMPRESSION.",
+		"Plain DBI (stock LMDB has no extensions); the counted, prefix-compressed and counted+prefix variants are in the next table.",
 	}
 	return t, nil
 }
