@@ -658,6 +658,41 @@ static inline int dl_pg_anchor_ok(const dl_page *p, unsigned bound)
 	return !a || (a >= p->p_upper && a + sizeof(uint16_t) <= bound &&
 		a + sizeof(uint16_t) + dl_pg_anchor_len(p) <= bound);
 }
+/** memcpy for the short copies of key decoding (anchor bytes, suffixes):
+ *  8-byte words with an overlapping last word, never reading or writing
+ *  past either end; gcc otherwise inlines a variable-length memcpy here as
+ *  a `rep movsq`, slow for a few dozen bytes. */
+static inline void dl_copy_short(void *dst, const void *src, size_t n)
+{
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+	if (n >= 8) {
+		if (n > 64) {
+			memcpy(d, s, n);
+			return;
+		}
+		size_t i = 0;
+		for (; i + 8 < n; i += 8) {
+			uint64_t w;
+			__builtin_memcpy(&w, s + i, 8);
+			__builtin_memcpy(d + i, &w, 8);
+		}
+		uint64_t w;
+		__builtin_memcpy(&w, s + n - 8, 8);
+		__builtin_memcpy(d + n - 8, &w, 8);
+		return;
+	}
+	if (n >= 4) {
+		uint32_t a, b;
+		__builtin_memcpy(&a, s, 4);
+		__builtin_memcpy(&b, s + n - 4, 4);
+		__builtin_memcpy(d, &a, 4);
+		__builtin_memcpy(d + n - 4, &b, 4);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		d[i] = s[i];
+}
 /** Full length of the key of leaf node n of page p. */
 static inline size_t dl_leaf_klen(const dl_page *p, const dl_node *n)
 {
@@ -674,8 +709,8 @@ static inline void dl_leaf_key(const dl_page *p, const dl_node *n, MDB_val *k, u
 		k->mv_data = dl_node_key(n);
 		return;
 	}
-	memcpy(buf, dl_pg_anchor(p), s);
-	memcpy(buf + s, dl_node_key(n), n->n_ksize);
+	dl_copy_short(buf, dl_pg_anchor(p), s);
+	dl_copy_short(buf + s, dl_node_key(n), n->n_ksize);
 	k->mv_size = s + n->n_ksize;
 	k->mv_data = buf;
 }
@@ -695,8 +730,8 @@ static inline void dl_cur_key(MDB_cursor *mc, const dl_page *p, const dl_node *n
 	unsigned have = (mc->c_kpage == p && mc->c_kgen == txn->t_gen && mc->c_kpgen == txn->t_pgen)
 		? mc->c_kvalid : 0;
 	if (s > have)
-		memcpy(mc->c_kbuf + have, dl_pg_anchor(p) + have, s - have);
-	memcpy(mc->c_kbuf + s, dl_node_key(n), n->n_ksize);
+		dl_copy_short(mc->c_kbuf + have, dl_pg_anchor(p) + have, s - have);
+	dl_copy_short(mc->c_kbuf + s, dl_node_key(n), n->n_ksize);
 	mc->c_kpage = p;
 	mc->c_kgen = txn->t_gen;
 	mc->c_kpgen = txn->t_pgen;

@@ -122,8 +122,8 @@ static int ld_page(struct dl_ldbuf *b, size_t *used, const dl_page *p, unsigned 
 		unsigned char *d = ld_bytes(b, s + nd->n_ksize, &off);
 		if (!d)
 			return ENOMEM;
-		memcpy(d, dl_pg_anchor(p), s);
-		memcpy(d + s, dl_node_key(nd), nd->n_ksize);
+		dl_copy_short(d, dl_pg_anchor(p), s);
+		dl_copy_short(d + s, dl_node_key(nd), nd->n_ksize);
 		out[i].mv_size = s + nd->n_ksize;
 		out[i].mv_data = (void *)(uintptr_t)(off + 1);
 		(*ntag)++;

@@ -139,8 +139,8 @@ int dlmdb_pfx_gather(MDB_txn *txn, const dl_page *p, unsigned from, unsigned to,
 		unsigned char *k = dlmdb_pfx_arena(txn, it->klen);
 		if (!k)
 			return ENOMEM;
-		memcpy(k, dl_pg_anchor(p), s);
-		memcpy(k + s, dl_node_key(n), n->n_ksize);
+		dl_copy_short(k, dl_pg_anchor(p), s);
+		dl_copy_short(k + s, dl_node_key(n), n->n_ksize);
 		it->key = k;
 	}
 	return 0;
@@ -211,7 +211,7 @@ void dlmdb_pfx_build(dl_page *p, unsigned end, const dl_pfx_item *it, unsigned n
 		dl_node_set_dsize(nd, it[i].dsize);
 		nd->n_ksize = (uint16_t)(it[i].klen - s);
 		nd->n_flags = (uint16_t)(it[i].kind | (s << DL_N_SHARED_SHIFT));
-		memcpy(dl_node_key(nd), it[i].key + s, it[i].klen - s);
+		dl_copy_short(dl_node_key(nd), it[i].key + s, it[i].klen - s);
 		if (it[i].dlen)
 			memcpy(dl_node_data(nd), it[i].data, it[i].dlen);
 		if (len & 1)
