@@ -684,6 +684,83 @@ static char *scratch(MDB_txn *txn, int i)
 	return txn->t_scratch[i];
 }
 
+/*
+ * Edits of a compressed inline sub-page that leave its anchor alone (FORMAT.md,
+ * "How writers choose": an insert encodes its node against the page's
+ * anchor, a delete removes one): the new image is the old one with its node
+ * area moved by the size change, one node added or removed, no value
+ * decoded and no layout planned.  sp is the sub-cursor's aligned copy (of
+ * size; its nodes checked by dlmdb_dup_setup's reader, and here before any
+ * is moved); out gets the new image.
+ */
+static void sp_move_nodes(dl_page *p, unsigned size, long delta)
+{
+	unsigned n = dl_pg_nkeys(p);
+	indx_t *s = dl_pg_slots(p);
+	char *base = (char *)p;
+	memmove(base + p->p_upper + delta, base + p->p_upper, size - p->p_upper);
+	for (unsigned i = 0; i < n; i++)
+		s[i] = (indx_t)(s[i] + delta);
+	if (p->p_pad)
+		p->p_pad = (uint16_t)(p->p_pad + delta);
+	p->p_upper = (uint16_t)(p->p_upper + delta);
+}
+
+/* Check every node of copy sp (size bytes) before an in-place edit. */
+static int sp_nodes_ok(const dl_page *sp, unsigned size)
+{
+	if (!dl_pg_prefix(sp) || dl_pg_is_leaf2(sp) || !dl_pg_anchor_ok(sp, size) ||
+	    (sp->p_pad && sp->p_pad + dl_pg_anchor_bytes(sp) != size))
+		return 0;	/* only the layout our writer makes: anchor at the top */
+	for (unsigned i = 0; i < dl_pg_nkeys(sp); i++)
+		if (!dl_node_in_page(sp, i, size) || dl_node_kind(dl_pg_node(sp, i)) ||
+		    dl_node_dsize(dl_pg_node(sp, i)))
+			return 0;
+	return 1;
+}
+
+/* The image of sub-page copy sp (size bytes) with value v added at slot pos
+ * into out; its size, or 0 when it would not fit maxsize. */
+static size_t sp_insert(const dl_page *sp, unsigned size, unsigned pos, const MDB_val *v, char *out,
+	size_t maxsize)
+{
+	unsigned s = 0;
+	if (sp->p_pad) {
+		unsigned al = dl_pg_anchor_len(sp), lim = al < v->mv_size ? al : (unsigned)v->mv_size;
+		const unsigned char *a = dl_pg_anchor(sp), *k = v->mv_data;
+		while (s < lim && a[s] == k[s])
+			s++;
+	}
+	size_t len = DL_NODEHDR + v->mv_size - s, nb = dl_even(len);
+	size_t nsize = size + nb + sizeof(indx_t);
+	if (nsize > maxsize)
+		return 0;
+	memcpy(out, sp, size);
+	dl_page *np = (dl_page *)out;
+	sp_move_nodes(np, (unsigned)size, (long)(nb + sizeof(indx_t)));
+	dl_node *nd = dlmdb_pg_make_room(np, pos, nb);
+	dl_node_set_dsize(nd, 0);
+	nd->n_ksize = (uint16_t)(v->mv_size - s);
+	nd->n_flags = (uint16_t)(s << DL_N_SHARED_SHIFT);
+	dl_copy_short(dl_node_key(nd), (const char *)v->mv_data + s, v->mv_size - s);
+	if (len & 1)
+		((char *)nd)[len] = 0;
+	return nsize;
+}
+
+/* The image of sub-page copy sp (size bytes) without slot pos into out;
+ * its size. */
+static size_t sp_remove(const dl_page *sp, unsigned size, unsigned pos, char *out)
+{
+	memcpy(out, sp, size);
+	dl_page *np = (dl_page *)out;
+	dlmdb_pg_del_node(np, pos);
+	unsigned room = dl_pg_room(np);
+	/* the freed bytes go: the node area moves down onto the slot array */
+	sp_move_nodes(np, size, -(long)room);
+	return size - room;
+}
+
 /* Position the sub-cursor on value v of the (re-read) node under mc. */
 static int x_locate(MDB_cursor *mc, MDB_val *v)
 {
@@ -950,6 +1027,48 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		return 0;
 	}
 
+	if (dl_dup_prefix(mc) && (n->n_flags & (DL_N_DUP | DL_N_TREE)) == DL_N_DUP) {
+		/* a compressed sub-page takes a new value in place when it
+		 * fits: no decode, no new layout */
+		if ((rc = dlmdb_dup_setup(mc)))
+			return rc == MDB_NOTFOUND ? DL_TXN_FAIL(txn, MDB_CORRUPTED) : rc;
+		MDB_cursor *xc = &x->x_c;
+		dl_page *sp = xc->c_inline;
+		unsigned size = xc->c_bound;
+		if (sp && sp_nodes_ok(sp, size)) {
+			int ex;
+			unsigned pos = dlmdb_node_find(xc, sp, &d, &ex);
+			if (ex < 0)
+				return DL_TXN_FAIL(txn, MDB_CORRUPTED);
+			if (!ex && (!(flags & MDB_APPENDDUP) || pos == dl_pg_nkeys(sp))) {
+				char *buf = scratch(txn, 3);
+				if (!buf)
+					return ENOMEM;
+				size_t room = dl_db_nodemax(env, mc->c_db) - DL_NODEHDR - k.mv_size;
+				size_t sz = sp_insert(sp, size, pos, &d, buf, room);
+				if (sz) {
+					MDB_val sub = {sz, buf};
+					if (k.mv_data != keybuf) {
+						memcpy(keybuf, k.mv_data, k.mv_size);
+						k.mv_data = keybuf;
+					}
+					if (d.mv_data != valbuf) {
+						if (d.mv_size)
+							memcpy(valbuf, d.mv_data, d.mv_size);
+						d.mv_data = valbuf;
+					}
+					dlmdb_txn_changed(txn, mc);
+					if ((rc = dlmdb_tree_put(mc, &k, &sub, DL_PUT_DUP)))
+						return rc;
+					subpage_stamp(mc);
+					mc->c_db->d_entries++;
+					return x_locate(mc, &d);
+				}
+			}
+		}
+		/* (refusals, and a page that must grow into a sub-tree, take
+		 * the general path below) */
+	}
 	/* single value or sub-page: rebuild with the new value */
 	unsigned vcap;
 	MDB_val *vals = vals_buf(txn, &vcap);
@@ -1168,28 +1287,38 @@ int dlmdb_dup_del(MDB_cursor *mc, unsigned flags)
 		mc->c_flags |= keep;
 		return 0;
 	}
-	unsigned vcap;
-	MDB_val *vals = vals_buf(txn, &vcap);
-	if (!vals)
-		return ENOMEM;
-	unsigned m = 0, j = 0;
-	if ((rc = gather(mc, vals, &m, vcap)))
-		goto out;
-	if (m <= 1)
-		return del_node(mc);
-	MDB_cmp_func *dcmp = dcmp_of(mc);
-	for (unsigned i = 0; i < m; i++)
-		if (dcmp(&vals[i], &d) != 0)
-			vals[j++] = vals[i];
-	unsigned fixed = (mc->c_db->d_flags & MDB_DUPFIXED) ? (unsigned)d.mv_size : 0;
-	sp_plan pl = {dl_dup_prefix(mc), {NULL, 0}};
-	size_t sz = subpage_size(txn, vals, j, fixed, &pl);
 	char *buf = scratch(txn, 3);
-	if (!buf || !sz) {
-		rc = ENOMEM;
-		goto out;
+	if (!buf)
+		return ENOMEM;
+	size_t sz = 0;
+	dl_page *isp = xc->c_inline;
+	if (dl_dup_prefix(mc) && isp && xc->c_depth == 1 && xc->c_ki[0] < dl_pg_nkeys(isp) &&
+	    dl_pg_nkeys(isp) > 1 && sp_nodes_ok(isp, xc->c_bound)) {
+		/* a compressed sub-page loses the value in place */
+		sz = sp_remove(isp, xc->c_bound, xc->c_ki[0], buf);
+	} else {
+		unsigned vcap;
+		MDB_val *vals = vals_buf(txn, &vcap);
+		if (!vals)
+			return ENOMEM;
+		unsigned m = 0, j = 0;
+		if ((rc = gather(mc, vals, &m, vcap)))
+			goto out;
+		if (m <= 1)
+			return del_node(mc);
+		MDB_cmp_func *dcmp = dcmp_of(mc);
+		for (unsigned i = 0; i < m; i++)
+			if (dcmp(&vals[i], &d) != 0)
+				vals[j++] = vals[i];
+		unsigned fixed = (mc->c_db->d_flags & MDB_DUPFIXED) ? (unsigned)d.mv_size : 0;
+		sp_plan pl = {dl_dup_prefix(mc), {NULL, 0}};
+		sz = subpage_size(txn, vals, j, fixed, &pl);
+		if (!sz) {
+			rc = ENOMEM;
+			goto out;
+		}
+		subpage_build(txn, buf, vals, j, sz, fixed, &pl);
 	}
-	subpage_build(txn, buf, vals, j, sz, fixed, &pl);
 	MDB_val sub = {sz, buf};
 	dlmdb_txn_changed(txn, mc);
 	if ((rc = dlmdb_tree_put(mc, &k, &sub, DL_PUT_DUP)))
