@@ -157,3 +157,27 @@ func done(err error) (bool, error) {
 	}
 	return err == nil, err
 }
+
+// GetMany returns the values of keys in dbi (a DupSort database's first
+// value of each key) from one call into the engine: vals[i] is nil when
+// keys[i] is absent. The values follow txn.RawRead as Scan's do.
+func GetMany(txn *lmdb.Txn, dbi lmdb.DBI, keys [][]byte) ([][]byte, error) {
+	cur, err := txn.OpenCursor(dbi)
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close()
+	vals, _, err := cur.GetMany(keys, nil)
+	if err != nil {
+		return nil, err
+	}
+	if txn.RawRead {
+		// the cursor closes: values decoded into it must not stay there
+		for i, v := range vals {
+			if v != nil {
+				vals[i] = append(make([]byte, 0, len(v)), v...)
+			}
+		}
+	}
+	return vals, nil
+}

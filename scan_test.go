@@ -220,3 +220,40 @@ func BenchmarkScan(b *testing.B) {
 		})
 	})
 }
+
+// TestGetMany: the root helper equals a Get per key, with RawRead values
+// that outlive its cursor (compressed DupSort: decoded values are copied).
+func TestGetMany(t *testing.T) {
+	rng := rand.New(rand.NewSource(countedSeed(t)))
+	env := countedEnv(t)
+	dbi, all := fillCountedFlags(t, env, rng, 2000, lmdb.DupSort|lmdb.PrefixCompression, "many", "", "shared/value/prefix/v")
+	for _, raw := range []bool{false, true} {
+		err := env.View(func(txn *lmdb.Txn) error {
+			txn.RawRead = raw
+			keys := [][]byte{[]byte("absent")}
+			for i := 0; i < 200; i++ {
+				keys = append(keys, []byte(all[rng.Intn(len(all))].k))
+			}
+			vals, err := GetMany(txn, dbi, keys)
+			if err != nil {
+				return err
+			}
+			for i, k := range keys {
+				want, err := txn.Get(dbi, k)
+				if lmdb.IsNotFound(err) {
+					if vals[i] != nil {
+						t.Fatalf("absent key %q gave %q", k, vals[i])
+					}
+					continue
+				}
+				if err != nil || string(vals[i]) != string(want) {
+					t.Fatalf("key %q: %q, want %q (%v)", k, vals[i], want, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -62,6 +62,31 @@ static int in_cursor_buf(const MDB_cursor *mc, const MDB_val *v)
 	return 0;
 }
 
+/* Keep item it of a batch when the cursor's next step would overwrite it,
+ * or when it is the caller's own memory (callers), by a copy (see the
+ * file comment): 0, or ENOMEM. */
+static int batch_keep(struct dl_batch *b, MDB_cursor *mc, MDB_val *it, size_t *copied,
+	const void *callers)
+{
+	if (!it->mv_size || (!in_cursor_buf(mc, it) && !(callers && it->mv_data == callers)))
+		return 0;
+	if (b->b_bused + it->mv_size > b->b_bcap) {
+		size_t cap = b->b_bcap ? b->b_bcap : 8192;
+		while (cap < b->b_bused + it->mv_size)
+			cap *= 2;
+		unsigned char *p = realloc(b->b_bytes, cap);
+		if (!p)
+			return ENOMEM;
+		b->b_bytes = p;
+		b->b_bcap = cap;
+	}
+	memcpy(b->b_bytes + b->b_bused, it->mv_data, it->mv_size);
+	it->mv_data = (void *)(uintptr_t)(b->b_bused + 1);
+	b->b_bused += it->mv_size;
+	(*copied)++;
+	return 0;
+}
+
 /* Is item i past the end bound?  (forward: above it; backward: below) */
 static int past_end(MDB_cursor *mc, const MDB_val *k, const MDB_val *end, int back, int incl)
 {
@@ -118,36 +143,16 @@ int mdb_cursor_get_batch(MDB_cursor *mc, MDB_cursor_op op, MDB_val *key, mdb_siz
 		}
 		if (n == b->b_cap && (rc = batch_reserve(b, b->b_cap * 2)))
 			break;
-		MDB_val *items[2] = {&k, &v};
-		for (int j = 0; j < 2; j++) {
-			MDB_val *it = items[j];
-			/* the next step decodes over an item in the cursor's
-			 * buffer, and the caller's own key (a seek may hand it
-			 * back) is not ours to keep pointing at: copy both */
-			if (!it->mv_size || (!in_cursor_buf(mc, it) && !(key && it->mv_data == key->mv_data)))
-				continue;
-			if (b->b_bused + it->mv_size > b->b_bcap) {
-				size_t cap = b->b_bcap ? b->b_bcap : 8192;
-				while (cap < b->b_bused + it->mv_size)
-					cap *= 2;
-				unsigned char *p = realloc(b->b_bytes, cap);
-				if (!p) {
-					rc = ENOMEM;
-					goto out;
-				}
-				b->b_bytes = p;
-				b->b_bcap = cap;
-			}
-			memcpy(b->b_bytes + b->b_bused, it->mv_data, it->mv_size);
-			it->mv_data = (void *)(uintptr_t)(b->b_bused + 1);
-			b->b_bused += it->mv_size;
-			copied++;
-		}
+		/* the next step decodes over an item in the cursor's buffer, and
+		 * the caller's own key (a seek may hand it back) is not ours to
+		 * keep pointing at: copy both */
+		if ((rc = batch_keep(b, mc, &k, &copied, key ? key->mv_data : NULL)) ||
+		    (rc = batch_keep(b, mc, &v, &copied, NULL)))
+			break;
 		b->b_keys[n] = k;
 		b->b_vals[n] = v;
 		n++;
 	}
-out:
 	if (rc && rc != MDB_NOTFOUND)
 		return rc;
 	if (n == 0)
@@ -165,5 +170,46 @@ out:
 	*keys = b->b_keys;
 	*vals = b->b_vals;
 	*count = n;
+	return 0;
+}
+
+int mdb_cursor_get_many(MDB_cursor *mc, const MDB_val *keys, mdb_size_t n, const MDB_val **vals,
+	mdb_size_t *found)
+{
+	if (!mc || !mc->c_txn || mc->c_owner || (!keys && n) || !vals || !found)
+		return EINVAL;
+	*found = 0;
+	if (!mc->c_batch && !(mc->c_batch = calloc(1, sizeof *mc->c_batch)))
+		return ENOMEM;
+	struct dl_batch *b = mc->c_batch;
+	b->b_bused = 0;
+	int rc = batch_reserve(b, n ? (size_t)n : 1);
+	if (rc)
+		return rc;
+	size_t copied = 0, hits = 0;
+	for (size_t i = 0; i < n; i++) {
+		MDB_val k = keys[i], v;
+		rc = mdb_cursor_get(mc, &k, &v, MDB_SET);
+		if (rc == MDB_NOTFOUND) {
+			b->b_vals[i].mv_size = 0;
+			b->b_vals[i].mv_data = NULL;
+			continue;
+		}
+		if (rc)
+			return rc;
+		if ((rc = batch_keep(b, mc, &v, &copied, NULL)))
+			return rc;
+		b->b_vals[i] = v;
+		hits++;
+	}
+	for (size_t i = 0; i < n && copied; i++) {
+		uintptr_t off = (uintptr_t)b->b_vals[i].mv_data;
+		if (b->b_vals[i].mv_size && off && off <= b->b_bused) {
+			b->b_vals[i].mv_data = b->b_bytes + (off - 1);
+			copied--;
+		}
+	}
+	*vals = b->b_vals;
+	*found = hits;
 	return 0;
 }

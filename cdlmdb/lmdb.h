@@ -275,6 +275,7 @@ typedef int(MDB_msg_func)(const char *msg, void *ctx);
 #define mdb_dbi_replace dlmdb_dbi_replace
 #define mdb_cursor_list_dup dlmdb_cursor_list_dup
 #define mdb_cursor_get_batch dlmdb_cursor_get_batch
+#define mdb_cursor_get_many dlmdb_cursor_get_many
 #define mdb_footprint dlmdb_footprint
 
 /* ---- library ----------------------------------------------------------------- */
@@ -493,6 +494,16 @@ int mdb_cursor_list_dup(MDB_cursor *cursor, const MDB_val **vals, mdb_size_t *co
 int mdb_cursor_get_batch(MDB_cursor *cursor, MDB_cursor_op op, MDB_val *key, mdb_size_t max,
 	const MDB_val *end, unsigned flags, const MDB_val **keys, const MDB_val **vals,
 	mdb_size_t *count);
+
+/** The values of n keys read through cursor (each as MDB_SET: a DUPSORT
+ *  DB's first value) in one call: *vals gets an array of n values owned by
+ *  the cursor, valid as a batch's (mdb_cursor_get_batch); an absent key's
+ *  value is {0, NULL} (a present empty value points into the map).  *found
+ *  counts the keys present.  The cursor ends on the last key found.  Errors
+ *  as mdb_cursor_get (a key of 0 or more than the maximum key size:
+ *  MDB_BAD_VALSIZE). */
+int mdb_cursor_get_many(MDB_cursor *cursor, const MDB_val *keys, mdb_size_t n, const MDB_val **vals,
+	mdb_size_t *found);
 
 /* ---- migration and footprint (DLMDB-go) ----------------------------------------------- */
 

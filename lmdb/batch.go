@@ -4,6 +4,8 @@ package lmdb
 #cgo CFLAGS: -I${SRCDIR}/../cdlmdb
 #cgo noescape dlmdbgo_get_batch
 #cgo nocallback dlmdbgo_get_batch
+#cgo noescape dlmdbgo_get_many
+#cgo nocallback dlmdbgo_get_many
 #include "dlmdbgo.h"
 */
 import "C"
@@ -79,4 +81,53 @@ func (c *Cursor) GetBatch(setkey []byte, op uint, max int, end []byte, flags uin
 		off += n
 	}
 	return keys, vals, nil
+}
+
+// GetMany reads the values of keys through the cursor in one call into the
+// engine, each as Get(key, nil, Set) would (a DupSort database's first
+// value), appending them to vals[:0]: vals[i] is nil when keys[i] is absent
+// (a present empty value is an empty, non-nil slice). found counts the keys
+// present. Views and copies as for GetBatch (the views live until the
+// cursor's next GetMany or GetBatch). The cursor ends on the last key found.
+// An empty key fails the call with BadValSize.
+//
+// See mdb_cursor_get_many.
+func (c *Cursor) GetMany(keys [][]byte, vals [][]byte) (_ [][]byte, found int, err error) {
+	vals = vals[:0]
+	if err := c.live("mdb_cursor_get_many"); err != nil {
+		return vals, 0, err
+	}
+	c.flat = c.flat[:0]
+	c.lens = c.lens[:0]
+	for _, k := range keys {
+		c.flat = append(c.flat, k...)
+		c.lens = append(c.lens, C.size_t(len(k)))
+	}
+	var lp *C.size_t
+	if len(c.lens) > 0 {
+		lp = &c.lens[0]
+	}
+	fp, _ := cbytes(c.flat)
+	r := C.dlmdbgo_get_many(c.ch(), fp, lp, C.size_t(len(keys)))
+	if r.rc != 0 {
+		return vals, 0, codeError("mdb_cursor_get_many", r.rc)
+	}
+	vs := unsafe.Slice(r.vals, len(keys))
+	var buf []byte
+	if !c.txn.RawRead {
+		buf = make([]byte, 0, int(r.total))
+	}
+	for i := range vs {
+		switch {
+		case vs[i].mv_data == nil:
+			vals = append(vals, nil)
+		case c.txn.RawRead:
+			vals = append(vals, mapView((*C.char)(vs[i].mv_data), vs[i].mv_size))
+		default:
+			off := len(buf)
+			buf = append(buf, mapView((*C.char)(vs[i].mv_data), vs[i].mv_size)...)
+			vals = append(vals, buf[off:len(buf):len(buf)])
+		}
+	}
+	return vals, int(r.count), nil
 }

@@ -102,3 +102,80 @@ func TestCursorGetBatch(t *testing.T) {
 		})
 	}
 }
+
+// TestCursorGetMany: GetMany equals a Get per key (present and absent keys,
+// empty values, every DB kind incl. compressed DupSort), raw and copied, and
+// allocates nothing with RawRead once its buffers are warm.
+func TestCursorGetMany(t *testing.T) {
+	for _, flags := range []uint{0, PrefixCompression, DupSort, DupSort | PrefixCompression, DupSort | DupFixed} {
+		t.Run(fmt.Sprintf("flags%#x", flags), func(t *testing.T) {
+			r := rand.New(rand.NewSource(cntSubSeed(cntSeed(t), fmt.Sprint(flags))))
+			env := openEnv(t, NoSync)
+			dbi := openDB(t, env, "m", flags)
+			mustUpdate(t, env, func(txn *Txn) error {
+				for i := 0; i < 3000; i++ {
+					k := []byte(fmt.Sprintf("common/key/prefix/%05d", r.Intn(2000)*2))
+					v := []byte(fmt.Sprintf("shared/value/%04d", r.Intn(10000)))
+					if flags&DupFixed != 0 {
+						v = v[len(v)-4:]
+					} else if r.Intn(20) == 0 && flags&DupSort == 0 {
+						v = []byte{} // an empty value
+					}
+					if err := txn.Put(dbi, k, v, 0); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			for _, raw := range []bool{false, true} {
+				mustView(t, env, func(txn *Txn) error {
+					txn.RawRead = raw
+					c, err := txn.OpenCursor(dbi)
+					if err != nil {
+						return err
+					}
+					defer c.Close()
+					var vals [][]byte
+					for trial := 0; trial < 50; trial++ {
+						keys := make([][]byte, r.Intn(300))
+						for i := range keys {
+							keys[i] = []byte(fmt.Sprintf("common/key/prefix/%05d", r.Intn(4000)))
+						}
+						var found int
+						vals, found, err = c.GetMany(keys, vals)
+						if err != nil || len(vals) != len(keys) {
+							t.Fatalf("GetMany: %d values, %v", len(vals), err)
+						}
+						hits := 0
+						for i, k := range keys {
+							want, err := txn.Get(dbi, k)
+							if IsNotFound(err) {
+								if vals[i] != nil {
+									t.Fatalf("key %q absent, GetMany gave %q", k, vals[i])
+								}
+								continue
+							}
+							hits++
+							if err != nil || vals[i] == nil || !bytes.Equal(vals[i], want) {
+								t.Fatalf("key %q: GetMany %q, Get %q (%v)", k, vals[i], want, err)
+							}
+						}
+						if found != hits {
+							t.Fatalf("found %d, %d keys present", found, hits)
+						}
+					}
+					if raw {
+						keys := [][]byte{[]byte("common/key/prefix/00000"), []byte("common/key/prefix/00002"), []byte("absent")}
+						vals, _, _ = c.GetMany(keys, vals)
+						if a := testing.AllocsPerRun(50, func() { vals, _, err = c.GetMany(keys, vals) }); a != 0 || err != nil {
+							t.Errorf("GetMany with RawRead: %v allocations per call, %v", a, err)
+						}
+					}
+					_, _, err = c.GetMany([][]byte{[]byte("k"), {}}, nil)
+					wantErrno(t, "an empty key", err, BadValSize)
+					return nil
+				})
+			}
+		})
+	}
+}

@@ -63,6 +63,9 @@ const (
 type Cursor struct {
 	handle *C.MDB_cursor
 	txn    *Txn
+	// GetMany's reused key buffer and lengths (no pointers: C may read them)
+	flat []byte
+	lens []C.size_t
 }
 
 func (txn *Txn) openCursor(dbi DBI) (*Cursor, error) {

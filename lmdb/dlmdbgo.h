@@ -582,4 +582,34 @@ static inline dlmdbgo_batch dlmdbgo_get_batch(dlmdbgo_h hcur, int op, char *kp, 
 	return out;
 }
 
+
+/* The values of n keys given as one buffer of their bytes and their lengths
+ * (Go memory holding no pointers), through mdb_cursor_get_many. */
+static inline dlmdbgo_batch dlmdbgo_get_many(dlmdbgo_h hcur, char *flat, size_t *lens, size_t n)
+{
+	dlmdbgo_batch out;
+	mdb_size_t found = 0;
+	out.keys = NULL;
+	out.vals = NULL;
+	out.count = 0;
+	out.total = 0;
+	MDB_val *ks = malloc((n ? n : 1) * sizeof *ks);
+	if (!ks) {
+		out.rc = ENOMEM;
+		return out;
+	}
+	for (size_t i = 0, off = 0; i < n; off += lens[i], i++) {
+		ks[i].mv_size = lens[i];
+		ks[i].mv_data = flat + off;
+	}
+	out.rc = mdb_cursor_get_many(DLMDBGO_CUR(hcur), ks, n, &out.vals, &found);
+	free(ks);
+	if (out.rc)
+		return out;
+	out.count = (size_t)found;
+	for (size_t i = 0; i < n; i++)
+		out.total += out.vals[i].mv_size;
+	return out;
+}
+
 #endif /* DLMDBGO_H */
