@@ -95,6 +95,33 @@ void dlmdb_node_keyval(const dl_page *p, unsigned i, MDB_val *key, unsigned char
 	dl_leaf_key(p, dl_pg_node(p, i), key, buf);
 }
 
+/* Binary search of node page p over [lo, hi) under the cursor's own order
+ * (any comparator; a PREFIX page's probed keys decoded into a stack
+ * buffer), every probed node checked to lie inside the page. */
+static unsigned find_by_cmp(MDB_cursor *mc, const dl_page *p, const MDB_val *key, unsigned lo,
+	unsigned hi, int *exact)
+{
+	MDB_cmp_func *cmp = mc->c_dbx->x_cmp;
+	unsigned char buf[DL_MAXKEY];
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		if (DL_UNLIKELY(!dl_node_in_page(p, mid, mc->c_bound))) {
+			*exact = -1;
+			return 0;
+		}
+		MDB_val k;
+		dl_leaf_key(p, dl_pg_node(p, mid), &k, buf);	/* (branch keys: in place) */
+		int r = cmp(key, &k);
+		if (r > 0)
+			lo = mid + 1;
+		else if (r < 0)
+			hi = mid;
+		else
+			return *exact = 1, mid;	/* keys are unique */
+	}
+	return lo;
+}
+
 /*
  * dlmdb_node_find on a PREFIX leaf (FORMAT.md, "Prefix-compressed leaves").
  * No probe decodes the keys before it.  Under the byte order, q = the
@@ -153,22 +180,7 @@ static unsigned find_prefixed(MDB_cursor *mc, const dl_page *p, const MDB_val *k
 		}
 		return lo;
 	}
-	unsigned char buf[DL_MAXKEY];
-	while (lo < hi) {
-		unsigned mid = lo + (hi - lo) / 2;
-		if (DL_UNLIKELY(!dl_node_in_page(p, mid, bound)))
-			goto damaged;
-		MDB_val k;
-		dl_leaf_key(p, dl_pg_node(p, mid), &k, buf);
-		int r = cmp(key, &k);
-		if (r > 0)
-			lo = mid + 1;
-		else if (r < 0)
-			hi = mid;
-		else
-			return *exact = 1, mid;
-	}
-	return lo;
+	return find_by_cmp(mc, p, key, lo, hi, exact);
 damaged:
 	*exact = -1;
 	return 0;
@@ -233,20 +245,7 @@ unsigned dlmdb_node_find(MDB_cursor *mc, const dl_page *p, const MDB_val *key, i
 		}
 		return lo;
 	}
-	while (lo < hi) {
-		unsigned mid = lo + (hi - lo) / 2;
-		if (DL_UNLIKELY(!dl_node_in_page(p, mid, bound)))
-			goto damaged;
-		dlmdb_node_keyval(p, mid, &k, NULL);	/* not a PREFIX page */
-		int r = cmp(key, &k);
-		if (r > 0)
-			lo = mid + 1;
-		else if (r < 0)
-			hi = mid;
-		else
-			return *exact = 1, mid;	/* keys are unique */
-	}
-	return lo;
+	return find_by_cmp(mc, p, key, lo, hi, exact);
 damaged:
 	*exact = -1;
 	return 0;
