@@ -267,7 +267,7 @@ int dlmdb_cur_fetch(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 	}
 	/* the node, its key and its value (or a big value's page number)
 	 * must lie inside the page before anything is read through them */
-	unsigned bound = mc->c_bound, off = dl_pg_slot(p, i);
+	unsigned bound = dl_pg_node_lim(p, mc->c_bound), off = dl_pg_slot(p, i);
 	if (DL_UNLIKELY(off < p->p_upper || off + DL_NODEHDR > bound))
 		return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 	dl_node *n = (dl_node *)((char *)p + off);
@@ -279,7 +279,7 @@ int dlmdb_cur_fetch(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 	    n->n_ksize > DL_MAXKEY))
 		return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 	if (dl_pg_prefix(p)) {
-		if (DL_UNLIKELY(!dl_pfx_node_ok(p, n, bound)))
+		if (DL_UNLIKELY(!dl_pfx_node_ok(p, n, mc->c_bound)))
 			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 		if (key)
 			dl_cur_key(mc, p, n, key);

@@ -143,7 +143,7 @@ static inline __attribute__((always_inline)) int item_key(MDB_cursor *c, MDB_val
 		}
 		return 0;
 	}
-	unsigned off = dl_pg_slot(p, i), lim = c->c_bound;
+	unsigned off = dl_pg_slot(p, i), lim = dl_pg_node_lim(p, c->c_bound);
 	if (DL_UNLIKELY(off < p->p_upper || off + DL_NODEHDR > lim))
 		return DL_TXN_FAIL(c->c_txn, MDB_CORRUPTED);
 	dl_node *n = (dl_node *)((char *)p + off);
@@ -151,7 +151,7 @@ static inline __attribute__((always_inline)) int item_key(MDB_cursor *c, MDB_val
 	if (DL_UNLIKELY(off + DL_NODEHDR + n->n_ksize + after > lim || n->n_ksize > DL_MAXKEY))
 		return DL_TXN_FAIL(c->c_txn, MDB_CORRUPTED);
 	if (dl_pg_prefix(p)) {
-		if (DL_UNLIKELY(!dl_pfx_node_ok(p, n, lim)))
+		if (DL_UNLIKELY(!dl_pfx_node_ok(p, n, c->c_bound)))
 			return DL_TXN_FAIL(c->c_txn, MDB_CORRUPTED);
 		if (key)
 			dl_cur_key(c, p, n, key);

@@ -651,12 +651,20 @@ static inline unsigned dl_pg_anchor_bytes(const dl_page *p)
 {
 	return p->p_pad ? (unsigned)dl_even(sizeof(uint16_t) + dl_pg_anchor_len(p)) : 0u;
 }
-/** Is the anchor record of PREFIX page p inside [p_upper, bound)? */
+/** Is the anchor record of PREFIX page p where our writers put it: at the
+ *  top of the page (or sub-page) of bound bytes, at or above p_upper?
+ *  (FORMAT.md; nodes must then end at or below p_pad, see dl_pg_node_lim.) */
 static inline int dl_pg_anchor_ok(const dl_page *p, unsigned bound)
 {
 	unsigned a = p->p_pad;
 	return !a || (a >= p->p_upper && a + sizeof(uint16_t) <= bound &&
-		a + sizeof(uint16_t) + dl_pg_anchor_len(p) <= bound);
+		a + dl_pg_anchor_bytes(p) == bound);
+}
+/** Where the nodes of page p (of bound bytes) must end: below a PREFIX
+ *  page's anchor record, else at the end. */
+static inline unsigned dl_pg_node_lim(const dl_page *p, unsigned bound)
+{
+	return (dl_pg_prefix(p) && p->p_pad && p->p_pad < bound) ? p->p_pad : bound;
 }
 /** memcpy for the short copies of key decoding (anchor bytes, suffixes):
  *  8-byte words with an overlapping last word, never reading or writing
@@ -766,8 +774,11 @@ static inline int dl_node_in_page(const dl_page *p, unsigned i, unsigned psize)
 	if (off < p->p_upper || off + DL_NODEHDR > psize)
 		return 0;
 	const dl_node *n = (const dl_node *)((const char *)p + off);
-	if (DL_UNLIKELY(dl_pg_prefix(p)) && !dl_pfx_node_ok(p, n, psize))
-		return 0;
+	if (DL_UNLIKELY(dl_pg_prefix(p))) {
+		if (!dl_pfx_node_ok(p, n, psize))
+			return 0;
+		psize = dl_pg_node_lim(p, psize);	/* below the anchor */
+	}
 	return off + DL_NODEHDR + n->n_ksize + (dl_pg_is_branch(p) ? dl_pg_cntbytes(p) : 0) <= psize;
 }
 

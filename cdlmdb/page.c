@@ -307,16 +307,17 @@ int dlmdb_page_validate_walk(MDB_env *env, const dl_page *p)
 		total = dl_pg_anchor_bytes(p);
 	}
 	if (dl_pg_is_leaf(p)) {
+		unsigned lim = dl_pg_node_lim(p, psize);	/* (below a PREFIX page's anchor) */
 		for (unsigned i = 0; i < n; i++) {
 			unsigned off = slots[i];
-			if (off < upper || off + DL_NODEHDR > psize)
+			if (off < upper || off + DL_NODEHDR > lim)
 				return MDB_CORRUPTED;
 			const dl_node *nd = (const dl_node *)((const char *)p + off);
 			if (nd->n_ksize > DL_MAXKEY)	/* keys get copied into buffers of that size */
 				return MDB_CORRUPTED;
 			size_t sz = DL_NODEHDR + nd->n_ksize +
 				((nd->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(nd));
-			if (off + sz > psize)
+			if (off + sz > lim)
 				return MDB_CORRUPTED;
 			total += sz;
 			/* an odd offset, or an inline sub-page of an odd size */

@@ -143,6 +143,7 @@ static unsigned find_prefixed(MDB_cursor *mc, const dl_page *p, const MDB_val *k
 		__builtin_prefetch((const char *)p + dl_pg_slot(p, hi / 2));
 	if (DL_UNLIKELY(!dl_pg_anchor_ok(p, bound)))
 		goto damaged;
+	bound = dl_pg_node_lim(p, bound);	/* nodes end below the anchor */
 	const unsigned char *an = dl_pg_anchor(p), *kd = key->mv_data;
 	unsigned alen = dl_pg_anchor_len(p);
 	size_t ks = key->mv_size;

@@ -33,9 +33,9 @@ import (
 // 0xffff); pad (the anchor's offset) past the page, in the slot array, in
 // the free space below upper; a suffix size making shared+ksize 512, or
 // both 0; P_PREFIX set on a branch page, on a LEAF2 page, on a plain DB's
-// leaf and sub-page, and cleared on a compressed leaf and sub-page. One
-// more, pad at upper (an anchor overlapping the lowest node), is held to
-// the checker only: FORMAT.md has readers check just the anchor's bounds.
+// leaf and sub-page, and cleared on a compressed leaf and sub-page; pad at
+// upper (an anchor overlapping the lowest node: FORMAT.md puts the anchor at
+// the page's top, and readers refuse it anywhere else).
 // DLMDB_TEST_SCALE=k damages k times as many places per kind.
 
 // pfxTarget is a page, or a sub-page inside one, that a damage applies to.
@@ -150,10 +150,9 @@ var pfxDamages = []pfxDamage{
 		binary.LittleEndian.PutUint16(a[at:], 1) // a 1-byte anchor: the byte at upper
 		return true
 	}},
-	// FORMAT.md: readers require only the anchor's bounds, so an anchor
-	// that overlaps a node decodes to wrong keys; the checker must see it
-	// (checkerOnly: reads must not crash, their answers are not held)
-	{"pad at upper (the anchor overlaps the lowest node)", []string{"leaf", "sub", "subleaf"}, true, func(a []byte) bool {
+	// FORMAT.md: the anchor record ends at the page's (sub-page's) end, so
+	// one moved down onto a node is refused by every read
+	{"pad at upper (the anchor overlaps the lowest node)", []string{"leaf", "sub", "subleaf"}, false, func(a []byte) bool {
 		if binary.LittleEndian.Uint16(a[8:]) == 0 || pfxNode(a, false) < 0 {
 			return false
 		}
