@@ -310,28 +310,28 @@ func TestDifferentialPrefix(t *testing.T) {
 	if isolate(t) {
 		return
 	}
-	extDifferential(t, uint(dl.PrefixCompression), genOps, 100000)
+	extDifferential(t, uint(dl.PrefixCompression), genPrefixOps, 100000)
 }
 
 func TestDifferentialPrefixCounted(t *testing.T) {
 	if isolate(t) {
 		return
 	}
-	extDifferential(t, uint(dl.PrefixCompression|dl.Counted), genOps, 60000)
+	extDifferential(t, uint(dl.PrefixCompression|dl.Counted), genPrefixOps, 60000)
 }
 
 func TestDifferentialPrefixDupSort(t *testing.T) {
 	if isolate(t) {
 		return
 	}
-	extDifferential(t, uint(dl.PrefixCompression), genDupOps, 60000)
+	extDifferential(t, uint(dl.PrefixCompression), genPrefixDupOps, 60000)
 }
 
 func TestDifferentialPrefixCountedDupSort(t *testing.T) {
 	if isolate(t) {
 		return
 	}
-	extDifferential(t, uint(dl.PrefixCompression|dl.Counted), genDupOps, 40000)
+	extDifferential(t, uint(dl.PrefixCompression|dl.Counted), genPrefixDupOps, 40000)
 }
 
 func countedDifferential(t *testing.T, gen func(int64) []op, perScale int) {

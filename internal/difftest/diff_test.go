@@ -210,6 +210,11 @@ type gen struct {
 	fewKeys   int
 	keySet    map[int][][]byte
 	smallDups bool
+	// prefix-compression shapes (genPrefixOps): fresh byte keys and
+	// duplicate values are often one of a few long shared prefixes plus a
+	// short tail (empty: a key that is a prefix of others; one byte: keys
+	// that share all but their last)
+	prefixes [][]byte
 }
 
 func newGen(seed int64) *gen {
@@ -269,6 +274,9 @@ func (g *gen) freshKey(kind keyKind) []byte {
 			v = g.r.Uint32()
 		}
 		binary.NativeEndian.PutUint32(b, v)
+		return b
+	}
+	if b := g.shapedTail(511, 'a'); b != nil {
 		return b
 	}
 	var n int
@@ -448,6 +456,9 @@ func (g *gen) freshDupValue(db int) []byte {
 		}
 		return b
 	}
+	if b := g.shapedTail(300, 'A'); b != nil {
+		return b
+	}
 	var n int
 	switch p := g.r.Intn(100); {
 	case g.smallDups && p >= 3:
@@ -559,7 +570,59 @@ func genDupOps(seed int64) []op {
 	return genOpsFor(seed, []int{5, 6, 7, 8}, dupWeights)
 }
 
+// genPrefixOps and genPrefixDupOps are genOps and genDupOps whose fresh
+// keys and duplicate values (in half of the sequences) come from a few long
+// shared prefixes with short tails, the shapes prefix compression meets.
+func genPrefixOps(seed int64) []op {
+	return genOpsWith(seed, []int{0, 1, 2, 3, 4}, opWeights, prefixShapes)
+}
+
+func genPrefixDupOps(seed int64) []op {
+	return genOpsWith(seed, []int{5, 6, 7, 8}, dupWeights, prefixShapes)
+}
+
+func prefixShapes(g *gen) {
+	if g.r.Intn(2) == 0 {
+		return
+	}
+	for i := 0; i < 1+g.r.Intn(3); i++ {
+		p := make([]byte, 16+g.r.Intn(300))
+		for j := range p {
+			p[j] = 'a' + byte(g.r.Intn(3))
+		}
+		g.prefixes = append(g.prefixes, p)
+	}
+}
+
+// shapedTail is one of g's shared prefixes (cut to at most max bytes) with
+// a tail of 0..8 bytes, or nil when g has none or the draw says no.
+func (g *gen) shapedTail(max int, letter byte) []byte {
+	if len(g.prefixes) == 0 || g.r.Intn(2) == 0 {
+		return nil
+	}
+	p := g.prefixes[g.r.Intn(len(g.prefixes))]
+	if len(p) > max-8 {
+		p = p[:max-8]
+	}
+	b := append([]byte(nil), p...)
+	switch t := g.r.Intn(10); {
+	case t == 0 && len(b) > 1:
+		b = b[:1+g.r.Intn(len(b)-1)] // a prefix of the others
+	case t < 4:
+		b = append(b, letter+byte(g.r.Intn(26))) // all but the last byte shared
+	default:
+		for n := g.r.Intn(9); n > 0; n-- {
+			b = append(b, letter+byte(g.r.Intn(26)))
+		}
+	}
+	return b
+}
+
 func genOpsFor(seed int64, dbs []int, weights [numOpKinds]int) []op {
+	return genOpsWith(seed, dbs, weights, nil)
+}
+
+func genOpsWith(seed int64, dbs []int, weights [numOpKinds]int, setup func(*gen)) []op {
 	if *flagDBs != "" {
 		// exploration: only the named DBs
 		dbs = nil
@@ -574,6 +637,9 @@ func genOpsFor(seed int64, dbs []int, weights [numOpKinds]int) []op {
 	}
 	g := newGen(seed)
 	g.dbs, g.weights = dbs, weights
+	if setup != nil {
+		setup(g)
+	}
 	opWeights := weights
 	n := 500 + g.r.Intn(2500)
 	bulk := g.r.Intn(4) == 0
