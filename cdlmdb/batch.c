@@ -133,8 +133,18 @@ int mdb_cursor_get_batch(MDB_cursor *mc, MDB_cursor_op op, MDB_val *key, mdb_siz
 	size_t n = 0, copied = 0;
 	if (key && (op == MDB_SET_RANGE || op == MDB_SET_KEY))
 		k = *key;
+	/* a forward step inside the current leaf of a plain DB goes straight
+	 * to the fetch (what mdb_cursor_get's own fast path does, without
+	 * the per-call checks); everything else through mdb_cursor_get */
+	int direct = !back && !(mc->c_db->d_flags & MDB_DUPSORT);
 	for (MDB_cursor_op cur = op; n < max; cur = step) {
-		rc = mdb_cursor_get(mc, &k, &v, cur);
+		if (direct && cur == MDB_NEXT && n &&
+		    mc->c_ki[mc->c_top] + 1u < dl_pg_nkeys(mc->c_pg[mc->c_top])) {
+			mc->c_ki[mc->c_top]++;
+			rc = dlmdb_cur_fetch(mc, &k, &v);
+		} else {
+			rc = mdb_cursor_get(mc, &k, &v, cur);
+		}
 		if (rc)
 			break;
 		if (end && past_end(mc, &k, end, back, (flags & MDB_BATCH_END_INCL) != 0)) {
