@@ -5,6 +5,7 @@
  * call; after inserts and deletes in the same txn, across promotion and
  * demotion, and in read txns. */
 #include "testutil.h"
+#include "../dlmdb.h"	/* what DLMDB's own programs include */
 
 unsigned long long dlmdb_debug_demotions(void);	/* dupsort.c, tests only */
 
