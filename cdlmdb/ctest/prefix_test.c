@@ -67,6 +67,18 @@ static void fill(unsigned char *b, unsigned len, unsigned seed)
 
 static unsigned vlen_of(unsigned seed) { return seed % 7 == 0 ? 3000 + seed % 500 : seed % 90; }
 
+/* A fresh environment in DIR (maxdbs 4), map of mapmb MiB. */
+static MDB_env *fresh_env(unsigned mapmb)
+{
+	MDB_env *env;
+	tu_fresh_dir(DIR);
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_set_maxdbs(env, 4));
+	MUST(mdb_env_set_mapsize(env, (size_t)mapmb << 20));
+	MUST(mdb_env_open(env, DIR, 0, 0644));
+	return env;
+}
+
 static size_t mfind(ent *m, size_t n, const unsigned char *k, unsigned kl, int *exact)
 {
 	size_t lo = 0, hi = n;
@@ -151,12 +163,7 @@ static void check(MDB_env *env)
  * nested child per txn), against the model */
 static void run_shape(int shape, unsigned flags, uint64_t seed, unsigned steps)
 {
-	tu_fresh_dir(DIR);
-	MDB_env *env;
-	MUST(mdb_env_create(&env));
-	MUST(mdb_env_set_maxdbs(env, 4));
-	MUST(mdb_env_set_mapsize(env, (size_t)512 << 20));
-	MUST(mdb_env_open(env, DIR, 0, 0644));
+	MDB_env *env = fresh_env(512);
 	ent *m = calloc(steps + 1, sizeof *m), *saved = calloc(steps + 1, sizeof *m);
 	size_t n = 0;
 	uint64_t s = seed;
@@ -335,14 +342,10 @@ static void test_views_fed_back(void)
  * of other sizes (the node is rebuilt against the page's anchor). */
 static void test_append_reserve_current(void)
 {
-	tu_fresh_dir(DIR);
-	MDB_env *env;
 	MDB_txn *txn;
 	MDB_dbi dbi;
 	MDB_cursor *c;
-	MUST(mdb_env_create(&env));
-	MUST(mdb_env_set_mapsize(env, (size_t)64 << 20));
-	MUST(mdb_env_open(env, DIR, 0, 0644));
+	MDB_env *env = fresh_env(64);
 	MUST(mdb_txn_begin(env, NULL, 0, &txn));
 	MUST(mdb_dbi_open(txn, NULL, MDB_PREFIX_COMPRESSION | MDB_COUNTED, &dbi));
 	MUST(mdb_cursor_open(txn, dbi, &c));
@@ -388,13 +391,9 @@ static void test_append_reserve_current(void)
  * why that always leaves a cut). */
 static void test_big_anchor_split(void)
 {
-	tu_fresh_dir(DIR);
-	MDB_env *env;
 	MDB_txn *txn;
 	MDB_dbi dbi;
-	MUST(mdb_env_create(&env));
-	MUST(mdb_env_set_mapsize(env, (size_t)64 << 20));
-	MUST(mdb_env_open(env, DIR, 0, 0644));
+	MDB_env *env = fresh_env(64);
 	MUST(mdb_txn_begin(env, NULL, 0, &txn));
 	MUST(mdb_dbi_open(txn, NULL, MDB_PREFIX_COMPRESSION, &dbi));
 	unsigned char big[510], val[3000];
@@ -440,15 +439,10 @@ static int sort_vals(const void *x, const void *y) { return sort_cmp(x, y); }
 
 static void orders_one(unsigned flags, MDB_cmp_func *custom, int dupcustom, MDB_cmp_func *model)
 {
-	tu_fresh_dir(DIR);
-	MDB_env *env;
 	MDB_txn *txn;
 	MDB_dbi dbi;
 	MDB_cursor *c;
-	MUST(mdb_env_create(&env));
-	MUST(mdb_env_set_maxdbs(env, 2));
-	MUST(mdb_env_set_mapsize(env, (size_t)64 << 20));
-	MUST(mdb_env_open(env, DIR, 0, 0644));
+	MDB_env *env = fresh_env(64);
 	MUST(mdb_txn_begin(env, NULL, 0, &txn));
 	MUST(mdb_dbi_open(txn, "o", flags | MDB_PREFIX_COMPRESSION | MDB_CREATE, &dbi));
 	if (custom && !dupcustom)
