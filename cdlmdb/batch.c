@@ -137,7 +137,46 @@ int mdb_cursor_get_batch(MDB_cursor *mc, MDB_cursor_op op, MDB_val *key, mdb_siz
 	 * to the fetch (what mdb_cursor_get's own fast path does, without
 	 * the per-call checks); everything else through mdb_cursor_get */
 	int direct = !back && !(mc->c_db->d_flags & MDB_DUPSORT);
+	int incl = (flags & MDB_BATCH_END_INCL) != 0;
 	for (MDB_cursor_op cur = op; n < max; cur = step) {
+		if (direct && cur == MDB_NEXT && n) {
+			/* the rest of a plain leaf in a tight loop: nodes read with
+			 * the checks dlmdb_cur_fetch makes, straight into the arrays
+			 * (items of such a page are whole in the map: nothing to
+			 * keep); a big value, a compressed page or a damaged node
+			 * goes the general way below */
+			const dl_page *p = mc->c_pg[mc->c_top];
+			unsigned nk = dl_pg_nkeys(p), bound = mc->c_bound, upper = p->p_upper;
+			if (!(p->p_flags & (DL_P_PREFIX | DL_P_LEAF2))) {
+				if (b->b_cap < max && (rc = batch_reserve(b, max < nk + n ? (size_t)max : nk + n)))
+					break;
+				size_t lim = b->b_cap < max ? b->b_cap : (size_t)max;
+				while (n < lim && mc->c_ki[mc->c_top] + 1u < nk) {
+					unsigned off = dl_pg_slot(p, mc->c_ki[mc->c_top] + 1u);
+					if (off < upper || off + DL_NODEHDR > bound)
+						break;
+					const dl_node *nd = (const dl_node *)((const char *)p + off);
+					size_t ds = dl_node_dsize(nd);
+					if ((nd->n_flags & DL_N_KIND) || nd->n_ksize > DL_MAXKEY ||
+					    off + DL_NODEHDR + nd->n_ksize + ds > bound)
+						break;
+					MDB_val *bk = &b->b_keys[n];
+					bk->mv_size = nd->n_ksize;
+					bk->mv_data = dl_node_key(nd);
+					if (end && past_end(mc, bk, end, 0, incl)) {
+						mc->c_ki[mc->c_top]++;
+						rc = MDB_NOTFOUND;
+						goto done;
+					}
+					b->b_vals[n].mv_size = ds;
+					b->b_vals[n].mv_data = dl_node_data(nd);
+					mc->c_ki[mc->c_top]++;
+					n++;
+				}
+				if (n >= max)
+					break;
+			}
+		}
 		if (direct && cur == MDB_NEXT && n &&
 		    mc->c_ki[mc->c_top] + 1u < dl_pg_nkeys(mc->c_pg[mc->c_top])) {
 			mc->c_ki[mc->c_top]++;
@@ -163,6 +202,7 @@ int mdb_cursor_get_batch(MDB_cursor *mc, MDB_cursor_op op, MDB_val *key, mdb_siz
 		b->b_vals[n] = v;
 		n++;
 	}
+done:
 	if (rc && rc != MDB_NOTFOUND)
 		return rc;
 	if (n == 0)
