@@ -257,3 +257,71 @@ func TestGetMany(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGetMany: 256 random keys of a 100,000-entry DB read with one
+// Txn.Get each against one GetMany call (RawRead, reused buffers).
+func BenchmarkGetMany(b *testing.B) {
+	env, err := lmdb.NewEnv()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer env.Close()
+	env.SetMapSize(256 << 20)
+	if err := env.Open(b.TempDir(), lmdb.NoSync, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	var dbi lmdb.DBI
+	const n = 100000
+	err = env.Update(func(txn *lmdb.Txn) (err error) {
+		if dbi, err = txn.OpenRoot(0); err != nil {
+			return err
+		}
+		for i := 0; i < n; i++ {
+			if err := txn.Put(dbi, []byte(fmt.Sprintf("key%08d", i)), []byte("value"), lmdb.Append); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(1))
+	keys := make([][]byte, 256)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("key%08d", rng.Intn(n)))
+	}
+	b.Run("get", func(b *testing.B) {
+		env.View(func(txn *lmdb.Txn) error {
+			txn.RawRead = true
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for _, k := range keys {
+					if _, err := txn.Get(dbi, k); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(keys)), "ns/key")
+			return nil
+		})
+	})
+	b.Run("many", func(b *testing.B) {
+		env.View(func(txn *lmdb.Txn) error {
+			txn.RawRead = true
+			c, _ := txn.OpenCursor(dbi)
+			defer c.Close()
+			var vals [][]byte
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				var found int
+				var err error
+				if vals, found, err = c.GetMany(keys, vals); err != nil || found != len(keys) {
+					b.Fatal(found, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(keys)), "ns/key")
+			return nil
+		})
+	})
+}
