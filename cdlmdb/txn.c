@@ -96,7 +96,10 @@ int dlmdb_dbi_ok(MDB_txn *txn, MDB_dbi dbi)
 		return EINVAL;
 	if (DL_UNLIKELY(dbi >= txn->t_numdbs || !(txn->t_dbstate[dbi] & DL_DBS_VALID)))
 		return dlmdb_dbi_adopt(txn, dbi);	/* not resolved in this txn yet (dbi.c) */
-	if (dbi >= DL_CORE_DBS && txn->t_dbseq[dbi] != env->e_dbx[dbi].x_seq)
+	/* (an atomic load: a registration in another thread stores x_seq so;
+	 * relaxed is enough, the same plain load on x86-64) */
+	if (dbi >= DL_CORE_DBS &&
+	    txn->t_dbseq[dbi] != __atomic_load_n(&env->e_dbx[dbi].x_seq, __ATOMIC_RELAXED))
 		return MDB_BAD_DBI;	/* the slot names another DB now */
 	return 0;
 }
