@@ -353,7 +353,7 @@ type corruptTxn struct {
 }
 type corruptCursor struct {
 	bench.Cursor
-	skipped bool
+	skipped, skippedMulti bool
 }
 
 func (e corruptEngine) Open(dir string, o bench.Options) (bench.Env, error) {
@@ -398,6 +398,15 @@ func (c *corruptCursor) Next() ([]byte, []byte, error) {
 	return c.Cursor.Next()
 }
 
+// NextMultiple skips one page of values, once.
+func (c *corruptCursor) NextMultiple() ([]byte, error) {
+	if !c.skippedMulti {
+		c.skippedMulti = true
+		c.Cursor.NextMultiple()
+	}
+	return c.Cursor.NextMultiple()
+}
+
 func TestWrongResultsFailLoudly(t *testing.T) {
 	cases := []struct {
 		suite, rows string
@@ -409,6 +418,7 @@ func TestWrongResultsFailLoudly(t *testing.T) {
 		{"agentmem", "", true, "wrong value"},
 		{"dropin", "full scan", false, "full scan saw"},
 		{"dropin", "range scan", false, "range scans saw"},
+		{"dropin", "promoted", false, "GET_MULTIPLE pass 1 read"},
 		{"agentmem", "recent", false, "recent-10"},
 	}
 	for _, tc := range cases {
