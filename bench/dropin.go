@@ -18,6 +18,9 @@ func init() {
 // dropinSizes are the documented sizes of cmd/dropin_bench.
 type dropinSizes struct {
 	N, ValSize, Gets, Passes, Scans, ScanLen, Commits, DupKeys, Dups, Rounds int
+	// The promoted DUPFIXED case: BigKeys keys × BigDups 8-byte values
+	// (sub-trees, not inline sub-pages), read BigPasses times a round.
+	BigKeys, BigDups, BigPasses int
 }
 
 func dropinPreset(c *Config) dropinSizes {
@@ -32,6 +35,10 @@ func dropinPreset(c *Config) dropinSizes {
 		DupKeys: c.Size(20_000, 10_000, 20),
 		Dups:    20,
 		Rounds:  c.RoundsOr(9, 9),
+		// issue 14's case: 256 keys × 4,096 values, 100 read passes.
+		BigKeys:   c.Size(256, 256, 4),
+		BigDups:   4096,
+		BigPasses: c.Size(100, 20, 2),
 	}
 }
 
@@ -407,12 +414,25 @@ func runDropin(c *Config) (*Table, error) {
 			fixedSum = fixedSum*31 + uint64(uint32(Tag(int(i)*sz.Dups+j)))
 		}
 	}
+	bigKeys := min(sz.BigKeys, sz.N)
+	bigVal := func(dst []byte, i, j int) []byte {
+		binary.BigEndian.PutUint32(dst[:4], uint32(j))
+		binary.LittleEndian.PutUint32(dst[4:8], uint32(Tag(i*sz.BigDups+j)))
+		return dst[:8]
+	}
+	bigOrder := Perm(bigKeys, 11)
+	var bigSum uint64 // one pass; passes repeat it
+	for _, i := range bigOrder {
+		for j := 0; j < sz.BigDups; j++ {
+			bigSum = bigSum*31 + uint64(uint32(Tag(int(i)*sz.BigDups+j)))
+		}
+	}
 	for side, e := range engines {
-		if !c.WantRow(dupRowName) && !c.WantRow(multiRowName) {
+		if !c.WantRow(dupRowName) && !c.WantRow(multiRowName) && !c.WantRow(bigMultiRowName) {
 			break
 		}
 		c.Logf("loading %s keys × %d duplicates (%s)", Comma(sz.DupKeys), sz.Dups, e.Name())
-		s, err := openScratch(c, e, "dropin-dups", Options{MapSize: int64(sz.DupKeys*sz.Dups)*400 + 256<<20, MaxDBs: 2, Flags: NoSync | NoMetaSync})
+		s, err := openScratch(c, e, "dropin-dups", Options{MapSize: int64(sz.DupKeys*sz.Dups+bigKeys*sz.BigDups)*400 + 256<<20, MaxDBs: 3, Flags: NoSync | NoMetaSync})
 		if err != nil {
 			return nil, err
 		}
@@ -444,13 +464,26 @@ func runDropin(c *Config) (*Table, error) {
 				}
 			}
 		}
+		bdb, err := txn.OpenDB("bigfixed", Create|DupSort|DupFixed)
+		if err != nil {
+			txn.Abort()
+			return nil, err
+		}
+		for i := 0; i < bigKeys; i++ {
+			for j := 0; j < sz.BigDups; j++ {
+				if err := txn.Put(bdb, keys.At(i), bigVal(buf[:], i, j)); err != nil {
+					txn.Abort()
+					return nil, fmt.Errorf("%s: promoted dupfixed put: %w", e.Name(), err)
+				}
+			}
+		}
 		if err := txn.Commit(); err != nil {
 			return nil, err
 		}
 	}
 	// dupCursor opens a read txn (RawRead) and a cursor on database name,
 	// after checking that it holds every value.
-	dupCursor := func(side int, name string, flags DBFlags) (Txn, Cursor, error) {
+	dupCursor := func(side int, name string, flags DBFlags, want int) (Txn, Cursor, error) {
 		txn, err := dupEnvs[side].Begin(true)
 		if err != nil {
 			return nil, nil, err
@@ -459,8 +492,8 @@ func runDropin(c *Config) (*Table, error) {
 		db, err := txn.OpenDB(name, flags)
 		if err == nil {
 			var got uint64
-			if got, err = txn.Entries(db); err == nil && got != uint64(sz.DupKeys*sz.Dups) {
-				err = fmt.Errorf("%s database holds %d values, want %d", name, got, sz.DupKeys*sz.Dups)
+			if got, err = txn.Entries(db); err == nil && got != uint64(want) {
+				err = fmt.Errorf("%s database holds %d values, want %d", name, got, want)
 			}
 		}
 		var cur Cursor
@@ -474,7 +507,7 @@ func runDropin(c *Config) (*Table, error) {
 		return txn, cur, nil
 	}
 	dupRound := func(side int) (float64, error) {
-		txn, cur, err := dupCursor(side, "dups", DupSort)
+		txn, cur, err := dupCursor(side, "dups", DupSort, sz.DupKeys*sz.Dups)
 		if err != nil {
 			return 0, err
 		}
@@ -503,44 +536,35 @@ func runDropin(c *Config) (*Table, error) {
 		}
 		return nsPer(el, nvals), nil
 	}
-	multiRound := func(side int) (float64, error) {
-		txn, cur, err := dupCursor(side, "fixed", DupSort|DupFixed)
+	// multiRound reads database name (nkeys × ndups values, visited in
+	// order) passes times with GET_MULTIPLE / NEXT_MULTIPLE; each pass
+	// must see every value and checksum wantSum.
+	multiRound := func(side int, name string, order []int32, ndups, passes int, wantSum uint64) (float64, error) {
+		txn, cur, err := dupCursor(side, name, DupSort|DupFixed, len(order)*ndups)
 		if err != nil {
 			return 0, err
 		}
 		defer txn.Abort()
 		defer cur.Close()
-		var sum uint64
-		nvals := 0
+		sums := make([]uint64, passes)
+		counts := make([]int, passes)
 		t0 := time.Now()
-		for _, i := range dupOrder {
-			k := keys.At(int(i))
-			if _, _, err := cur.SetKey(k); err != nil {
+		for p := range sums {
+			sum, nvals, err := multiPass(cur, keys, order)
+			if err != nil {
 				return 0, err
 			}
-			vals, err := cur.GetMultiple(k)
-			for err == nil {
-				if len(vals)%8 != 0 {
-					return 0, fmt.Errorf("GET_MULTIPLE returned %d bytes, not a multiple of 8", len(vals))
-				}
-				for o := 0; o < len(vals); o += 8 {
-					sum = sum*31 + uint64(binary.LittleEndian.Uint32(vals[o+4:]))
-				}
-				nvals += len(vals) / 8
-				vals, err = cur.NextMultiple()
-			}
-			if !errors.Is(err, ErrNotFound) {
-				return 0, err
-			}
+			sums[p], counts[p] = sum, nvals
 		}
 		el := time.Since(t0)
-		if nvals != sz.DupKeys*sz.Dups || sum != fixedSum {
-			return 0, fmt.Errorf("GET_MULTIPLE read %d values (checksum %x), want %d (%x)",
-				nvals, sum, sz.DupKeys*sz.Dups, fixedSum)
+		for p := range sums {
+			if counts[p] != len(order)*ndups || sums[p] != wantSum {
+				return 0, fmt.Errorf("%s: GET_MULTIPLE pass %d read %d values (checksum %x), want %d (%x)",
+					name, p+1, counts[p], sums[p], len(order)*ndups, wantSum)
+			}
 		}
-		return nsPer(el, nvals), nil
+		return nsPer(el, passes*len(order)*ndups), nil
 	}
-
 	kv := fmt.Sprintf("%s × (16 B key, %d B value)", Comma(sz.N), sz.ValSize)
 	rows := []workload{
 		{"sequential put, 1 txn + commit (NOSYNC)", kv, "ns/put", func(e Engine, _, _ int) (float64, error) { return putRound(e, seqOrder) }, 0},
@@ -551,7 +575,12 @@ func runDropin(c *Config) (*Table, error) {
 		{fmt.Sprintf("full scan ×%d, cursor First + Next (RawRead)", sz.Passes), kv, "ns/entry", func(_ Engine, side, _ int) (float64, error) { return scanRound(side) }, 0},
 		{fmt.Sprintf("range scan, Seek + %d Next (RawRead)", sz.ScanLen), fmt.Sprintf("%s scans of %s", Comma(sz.Scans), Comma(sz.N)), "µs/scan", func(_ Engine, side, _ int) (float64, error) { return rangeRound(side) }, 0},
 		{dupRowName, fmt.Sprintf("%s keys × %d dups (16 B)", Comma(sz.DupKeys), sz.Dups), "ns/value", func(_ Engine, side, _ int) (float64, error) { return dupRound(side) }, 0},
-		{multiRowName, fmt.Sprintf("%s keys × %d dups (8 B)", Comma(sz.DupKeys), sz.Dups), "ns/value", func(_ Engine, side, _ int) (float64, error) { return multiRound(side) }, 0},
+		{multiRowName, fmt.Sprintf("%s keys × %d dups (8 B)", Comma(sz.DupKeys), sz.Dups), "ns/value", func(_ Engine, side, _ int) (float64, error) {
+			return multiRound(side, "fixed", dupOrder, sz.Dups, 1, fixedSum)
+		}, 0},
+		{bigMultiRowName, fmt.Sprintf("%s keys × %s dups (8 B), %d passes", Comma(bigKeys), Comma(sz.BigDups), sz.BigPasses), "ns/value", func(_ Engine, side, _ int) (float64, error) {
+			return multiRound(side, "bigfixed", bigOrder, sz.BigDups, sz.BigPasses, bigSum)
+		}, 0},
 		{"durable put + commit (fsync)", fmt.Sprintf("%s commits/round, %d rounds", Comma(sz.Commits), sz.Rounds*durableRoundsPer), "µs/commit", func(_ Engine, side, round int) (float64, error) { return durableRound(side, round) }, sz.Rounds * durableRoundsPer},
 	}
 	t := &Table{Sides: []string{ours.Name(), stock.Name()}}
@@ -578,6 +607,7 @@ func runDropin(c *Config) (*Table, error) {
 	t.Notes = []string{
 		fmt.Sprintf("%d alternating rounds per row (the durable row: %d, shorter ones; the side that starts flips every round); every round verifies its results outside the timer (entry counts, values read back, order-sensitive checksums).", sz.Rounds, sz.Rounds*durableRoundsPer),
 		"Keys are 16-digit decimal strings; bulk workloads run with NOSYNC|NOMETASYNC, the durable row with full sync. Ratio = ours median / lmdb-go median: < 1 means ours is faster (target ≤ 1.0x).",
+		fmt.Sprintf("The two DUPFIXED rows read 8-byte duplicates with MDB_GET_MULTIPLE / MDB_NEXT_MULTIPLE: %d per key (inline sub-pages) once a round, and %s per key (promoted to a sub-tree each, issue 14's case) %d times a round, keys in a shuffled order.", sz.Dups, Comma(sz.BigDups), sz.BigPasses),
 	}
 	return t, nil
 }
@@ -585,7 +615,36 @@ func runDropin(c *Config) (*Table, error) {
 const (
 	dupRowName   = "DUPSORT reads, SetKey + NextDup per key (RawRead)"
 	multiRowName = "DUPFIXED reads, SetKey + GetMultiple/NextMultiple (RawRead)"
+	// The same over promoted duplicates (a sub-tree per key).
+	bigMultiRowName = "DUPFIXED reads, promoted sub-trees, SetKey + GetMultiple/NextMultiple (RawRead)"
 )
+
+// multiPass reads the DUPFIXED values of the keys in order (SetKey, then
+// GetMultiple and NextMultiple to the key's end) and returns an
+// order-sensitive checksum of the values' last 4 bytes and their count.
+func multiPass(cur Cursor, keys Keys, order []int32) (sum uint64, nvals int, err error) {
+	for _, i := range order {
+		k := keys.At(int(i))
+		if _, _, err := cur.SetKey(k); err != nil {
+			return 0, 0, err
+		}
+		vals, err := cur.GetMultiple(k)
+		for err == nil {
+			if len(vals)%8 != 0 {
+				return 0, 0, fmt.Errorf("GET_MULTIPLE returned %d bytes, not a multiple of 8", len(vals))
+			}
+			for o := 0; o < len(vals); o += 8 {
+				sum = sum*31 + uint64(binary.LittleEndian.Uint32(vals[o+4:]))
+			}
+			nvals += len(vals) / 8
+			vals, err = cur.NextMultiple()
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return 0, 0, err
+		}
+	}
+	return sum, nvals, nil
+}
 
 func nsPer(d time.Duration, n int) float64 {
 	if n == 0 {

@@ -79,11 +79,15 @@ func (t *Table) Markdown() string {
 		}
 		if len(t.Sides) >= 2 {
 			if t.Diff {
-				cells = append(cells, FormatNum(r.Stats[0].Median-r.Stats[1].Median))
+				if len(r.Stats[0].Rounds) == 0 || len(r.Stats[1].Rounds) == 0 {
+					cells = append(cells, "—")
+				} else {
+					cells = append(cells, FormatNum(r.Stats[0].Median-r.Stats[1].Median))
+				}
 			}
-			cells = append(cells, fmt.Sprintf("%.2fx", r.Ratio))
+			cells = append(cells, ratioCell(r.Ratio))
 			for i := 1; i < len(r.Ratios); i++ {
-				cells = append(cells, fmt.Sprintf("%.2fx", r.Ratios[i]))
+				cells = append(cells, ratioCell(r.Ratios[i]))
 			}
 		}
 		writeRow(&b, cells)
@@ -96,6 +100,15 @@ func (t *Table) Markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// ratioCell renders a ratio, or "—" where a side has no measurement (the
+// ratio is 0 then).
+func ratioCell(q float64) string {
+	if q == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2fx", q)
 }
 
 func writeRow(b *strings.Builder, cells []string) {

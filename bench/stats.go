@@ -86,7 +86,11 @@ func FormatNum(v float64) string {
 	}
 }
 
-// Cell renders "median [min, max]".
+// Cell renders "median [min, max]", or "—" for a side that has no
+// measurement in a row (a workload only one side can run).
 func (s Stats) Cell() string {
+	if len(s.Rounds) == 0 {
+		return "—"
+	}
 	return fmt.Sprintf("%s [%s, %s]", FormatNum(s.Median), FormatNum(s.Min), FormatNum(s.Max))
 }
