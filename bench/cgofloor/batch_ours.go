@@ -5,6 +5,7 @@
 package cgofloor
 
 import (
+	"fmt"
 	"time"
 
 	dlmdb "github.com/dlmdb/dlmdb-go"
@@ -65,6 +66,43 @@ func oursIterScan(dir string, mapSize int64, passes int) (loopResult, error) {
 			if err := errf(); err != nil {
 				return err
 			}
+		}
+		r.el = time.Since(t0)
+		return nil
+	})
+	return r, err
+}
+
+// oursManyGets times the gets of order (keys.At(i) for each i) with
+// Cursor.GetMany, batch keys a call, the key and result slices reused (the
+// key list is built outside the timer).
+func oursManyGets(dir string, mapSize int64, keys bench.Keys, order []int32, batch int) (loopResult, error) {
+	var r loopResult
+	err := oursWithTxn(dir, mapSize, func(txn *ourslmdb.Txn, dbi ourslmdb.DBI) error {
+		cur, err := txn.OpenCursor(dbi)
+		if err != nil {
+			return err
+		}
+		defer cur.Close()
+		all := make([][]byte, len(order))
+		for j, i := range order {
+			all[j] = keys.At(int(i))
+		}
+		var vals [][]byte
+		t0 := time.Now()
+		for off := 0; off < len(all); off += batch {
+			end := min(off+batch, len(all))
+			var found int
+			if vals, found, err = cur.GetMany(all[off:end], vals); err != nil {
+				return err
+			}
+			if found != end-off {
+				return fmt.Errorf("GetMany: %d of %d keys found", found, end-off)
+			}
+			for _, v := range vals {
+				r.sum = r.sum*31 + bench.ValueTag(v)
+			}
+			r.count += uint64(len(vals))
 		}
 		r.el = time.Since(t0)
 		return nil

@@ -73,3 +73,35 @@ func TestBatchedScansMatchModel(t *testing.T) {
 		t.Fatalf("dlmdb.Scan over a changed value: checksum %x (%v), the model's", r.sum, err)
 	}
 }
+
+// TestManyGetsMatchModel: the GetMany row's loop returns exactly what one
+// Txn.Get per key does (count and checksum), for batch sizes 1 to more
+// than the key list, and refuses a key that is absent.
+func TestManyGetsMatchModel(t *testing.T) {
+	runtime.LockOSThread() // the load's write transactions stay on one thread
+	defer runtime.UnlockOSThread()
+	const n, mapSize = 300, 64 << 20
+	dir := t.TempDir()
+	keys := bench.MakeKeys(n)
+	if err := oursLoad(dir, mapSize, n, 100, keys); err != nil {
+		t.Fatal(err)
+	}
+	order := make([]int32, 0, 2*n)
+	for i := 0; i < 2*n; i++ {
+		order = append(order, int32((i*37)%n))
+	}
+	one, err := oursGets(dir, mapSize, keys, order)
+	if err != nil || one.count != uint64(len(order)) {
+		t.Fatalf("one Get per key: %d, %v", one.count, err)
+	}
+	for _, b := range []int{1, 7, 256, 5000} {
+		r, err := oursManyGets(dir, mapSize, keys, order, b)
+		if err != nil || r.count != one.count || r.sum != one.sum {
+			t.Fatalf("GetMany batch %d: %d values, checksum %x, %v; want %d, %x", b, r.count, r.sum, err, one.count, one.sum)
+		}
+	}
+	absent := bench.MakeKeys(n + 1) // key n is not in the DB
+	if _, err := oursManyGets(dir, mapSize, absent, []int32{0, int32(n)}, 8); err == nil {
+		t.Fatal("GetMany with an absent key: no error")
+	}
+}
