@@ -87,19 +87,22 @@ func ScanBatch(txn *lmdb.Txn, dbi lmdb.DBI, r Range, batch int, reverse bool) (i
 				}
 				return
 			}
-			for i := range keys {
-				if skip != nil {
-					c, ce := txn.Cmp(dbi, keys[i], skip)
-					if ce != nil {
-						err = ce
-						return
-					}
-					if c == 0 {
-						continue
-					}
-					skip = nil
+			i := 0
+			for ; skip != nil && i < len(keys); i++ {
+				c, ce := txn.Cmp(dbi, keys[i], skip)
+				if ce != nil {
+					err = ce
+					return
 				}
-				if !yield(keys[i], vals[i]) {
+				if c != 0 {
+					skip = nil
+					break
+				}
+			}
+			// (the common loop: no test per entry but the yield)
+			ks, vs := keys[i:], vals[i:len(keys)]
+			for j, k := range ks {
+				if !yield(k, vs[j]) {
 					return
 				}
 			}
