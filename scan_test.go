@@ -156,18 +156,20 @@ func TestScanAllocs(t *testing.T) {
 
 // BenchmarkScan: a RawRead walk of 100,000 entries through Cursor.Get per
 // entry against Scan (batched). Reported per entry.
-func BenchmarkScan(b *testing.B) {
+// benchEnv is an environment of n entries key%08d -> "value" in its main DB,
+// closed when the benchmark ends.
+func benchEnv(b *testing.B, n int) (*lmdb.Env, lmdb.DBI) {
+	b.Helper()
 	env, err := lmdb.NewEnv()
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer env.Close()
+	b.Cleanup(func() { env.Close() })
 	env.SetMapSize(256 << 20)
 	if err := env.Open(b.TempDir(), lmdb.NoSync, 0o600); err != nil {
 		b.Fatal(err)
 	}
 	var dbi lmdb.DBI
-	const n = 100000
 	err = env.Update(func(txn *lmdb.Txn) (err error) {
 		if dbi, err = txn.OpenRoot(0); err != nil {
 			return err
@@ -182,6 +184,12 @@ func BenchmarkScan(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return env, dbi
+}
+
+func BenchmarkScan(b *testing.B) {
+	const n = 100000
+	env, dbi := benchEnv(b, n)
 	b.Run("get", func(b *testing.B) {
 		env.View(func(txn *lmdb.Txn) error {
 			txn.RawRead = true
@@ -261,31 +269,8 @@ func TestGetMany(t *testing.T) {
 // BenchmarkGetMany: 256 random keys of a 100,000-entry DB read with one
 // Txn.Get each against one GetMany call (RawRead, reused buffers).
 func BenchmarkGetMany(b *testing.B) {
-	env, err := lmdb.NewEnv()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer env.Close()
-	env.SetMapSize(256 << 20)
-	if err := env.Open(b.TempDir(), lmdb.NoSync, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	var dbi lmdb.DBI
 	const n = 100000
-	err = env.Update(func(txn *lmdb.Txn) (err error) {
-		if dbi, err = txn.OpenRoot(0); err != nil {
-			return err
-		}
-		for i := 0; i < n; i++ {
-			if err := txn.Put(dbi, []byte(fmt.Sprintf("key%08d", i)), []byte("value"), lmdb.Append); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	env, dbi := benchEnv(b, n)
 	rng := rand.New(rand.NewSource(1))
 	keys := make([][]byte, 256)
 	for i := range keys {
