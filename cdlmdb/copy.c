@@ -45,16 +45,31 @@ static int emit_raw(int fd, const char *p, size_t len)
 }
 
 /* A small staging buffer in front of the descriptor, so the compacting
- * copy does not issue one syscall per page. */
+ * copy does not issue one syscall per page.  With mem set the output goes
+ * to memory instead (mdb_env_load): mem[0, cap) of the new env's map, filled
+ * from the front as the file would be. */
 struct outstream {
 	int fd;
 	char *buf;
 	size_t fill, cap;
+	char *mem;
+	size_t pos, memcap;
 };
+
+static int out_emit(struct outstream *o, const char *p, size_t len)
+{
+	if (!o->mem)
+		return emit_raw(o->fd, p, len);
+	if (len > o->memcap - o->pos)
+		return MDB_MAP_FULL;
+	memcpy(o->mem + o->pos, p, len);
+	o->pos += len;
+	return 0;
+}
 
 static int out_flush(struct outstream *o)
 {
-	int rc = emit_raw(o->fd, o->buf, o->fill);
+	int rc = out_emit(o, o->buf, o->fill);
 	o->fill = 0;
 	return rc;
 }
@@ -66,7 +81,7 @@ static int out_put(struct outstream *o, const void *data, size_t len)
 		if (rc)
 			return rc;
 		if (len >= o->cap)	/* big run: hand it to the kernel as is */
-			return emit_raw(o->fd, data, len);
+			return out_emit(o, data, len);
 	}
 	memcpy(o->buf + o->fill, data, len);
 	o->fill += len;
@@ -261,52 +276,115 @@ static int copy_compact(MDB_txn *txn, struct outstream *o)
 	return rc;
 }
 
+/*
+ * The plain copy: metas for the snapshot, then pages 2..last as the map
+ * holds them, a staging buffer's worth at a time so that an interrupt
+ * (mdb_env_set_interrupt, mdb_txn_set_interrupt) stops it within one.
+ */
+static int copy_plain(MDB_txn *txn, struct outstream *o)
+{
+	MDB_env *env = txn->t_env;
+	size_t ps = env->e_psize;
+	int rc = write_metas(txn, o, &txn->t_dbs[DL_FREE_DBI], &txn->t_dbs[DL_MAIN_DBI],
+		txn->t_next_pg - 1);
+	size_t len = (size_t)(txn->t_next_pg - DL_NMETAS) * ps;
+	/* The file may end before the snapshot's last page: pages a commit
+	 * freed before they were ever written are not on disk (and a damaged
+	 * meta may claim any last page).  The map past the end of the file is
+	 * not readable (SIGBUS), so copy what the file holds; the copy then
+	 * ends early just as the source does.  A file shorter than its tree
+	 * pages is caught by the readers of the copy, as of the source.  An
+	 * in-memory env has every page of its map. */
+	struct stat st;
+	if (!rc && env->e_fd >= 0) {
+		if (fstat(env->e_fd, &st))
+			rc = errno;
+		else if ((uint64_t)st.st_size < (uint64_t)DL_NMETAS * ps)
+			len = 0;
+		else if ((uint64_t)st.st_size - (uint64_t)DL_NMETAS * ps < len)
+			len = (size_t)((uint64_t)st.st_size - (uint64_t)DL_NMETAS * ps) / ps * ps;
+	}
+	if (!rc && len > env->e_mapsize - DL_NMETAS * ps)
+		rc = MDB_CORRUPTED;	/* last page past the map */
+	const char *p = env->e_map + DL_NMETAS * ps;
+	while (!rc && len) {
+		if (DL_UNLIKELY(dl_intr_pending(txn)))
+			return dlmdb_txn_intr_fail(txn);
+		size_t n = len < o->cap ? len : o->cap;
+		rc = out_put(o, p, n);
+		p += n;
+		len -= n;
+	}
+	return rc;
+}
+
+/* Copy the snapshot of read txn txn to o. */
+static int copy_snapshot(MDB_txn *txn, struct outstream *o, unsigned flags)
+{
+	int rc = (flags & MDB_CP_COMPACT) ? copy_compact(txn, o) : copy_plain(txn, o);
+	if (!rc)
+		rc = out_flush(o);
+	return rc;
+}
+
+static int stream_init(struct outstream *o, MDB_env *env, int fd)
+{
+	size_t ps = env->e_psize;
+	size_t per = ((size_t)1 << 20) / ps;
+	memset(o, 0, sizeof *o);
+	o->fd = fd;
+	o->cap = (per ? per : 1) * ps;
+	return (o->buf = malloc(o->cap)) ? 0 : ENOMEM;
+}
+
+static int txn_readable(MDB_txn *txn)
+{
+	if (!txn || !(txn->t_flags & DL_T_RDONLY))
+		return EINVAL;
+	return (txn->t_flags & (DL_T_DONE | DL_T_ERROR)) ? MDB_BAD_TXN : 0;
+}
+
+int mdb_txn_copyfd(MDB_txn *txn, mdb_filehandle_t fd, unsigned int flags)
+{
+	int rc = txn_readable(txn);
+	if (rc)
+		return rc;
+	if (fd < 0 || (flags & ~MDB_CP_COMPACT))
+		return EINVAL;
+	struct outstream o;
+	if ((rc = stream_init(&o, txn->t_env, fd)))
+		return rc;
+	rc = copy_snapshot(txn, &o, flags);
+	free(o.buf);
+	return rc;
+}
+
+int dlmdb_copy_to_map(MDB_txn *src, char *map, size_t cap, txnid_t *id)
+{
+	int rc = txn_readable(src);
+	if (rc)
+		return rc;
+	struct outstream o;
+	if ((rc = stream_init(&o, src->t_env, -1)))
+		return rc;
+	o.mem = map;
+	o.memcap = cap;
+	rc = copy_snapshot(src, &o, MDB_CP_COMPACT);
+	free(o.buf);
+	*id = src->t_id;
+	return rc;
+}
+
 int mdb_env_copyfd2(MDB_env *env, mdb_filehandle_t fd, unsigned int flags)
 {
 	if (!env || fd < 0 || (flags & ~MDB_CP_COMPACT))
 		return EINVAL;
-	size_t ps = env->e_psize;
-	size_t per = ((size_t)1 << 20) / ps;
-	struct outstream o = {fd, NULL, 0, (per ? per : 1) * ps};
-	if (!(o.buf = malloc(o.cap)))
-		return ENOMEM;
 	MDB_txn *txn;
 	int rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn);
-	if (rc) {
-		free(o.buf);
+	if (rc)
 		return rc;
-	}
-	if (flags & MDB_CP_COMPACT) {
-		rc = copy_compact(txn, &o);
-	} else {
-		rc = write_metas(txn, &o, &txn->t_dbs[DL_FREE_DBI], &txn->t_dbs[DL_MAIN_DBI],
-			txn->t_next_pg - 1);
-		size_t len = (size_t)(txn->t_next_pg - DL_NMETAS) * ps;
-		/* The file may end before the snapshot's last page: pages a
-		 * commit freed before they were ever written are not on disk
-		 * (and a damaged meta may claim any last page).  The map past
-		 * the end of the file is not readable (SIGBUS), so copy what
-		 * the file holds; the copy then ends early just as the source
-		 * does.  A file shorter than its tree pages is caught by the
-		 * readers of the copy, as of the source. */
-		struct stat st;
-		if (!rc && env->e_fd >= 0) {
-			if (fstat(env->e_fd, &st))
-				rc = errno;
-			else if ((uint64_t)st.st_size < (uint64_t)DL_NMETAS * ps)
-				len = 0;
-			else if ((uint64_t)st.st_size - (uint64_t)DL_NMETAS * ps < len)
-				len = (size_t)((uint64_t)st.st_size - (uint64_t)DL_NMETAS * ps) / ps * ps;
-		}
-		if (!rc && len > env->e_mapsize - DL_NMETAS * ps)
-			rc = MDB_CORRUPTED;	/* last page past the map */
-		if (!rc && len)
-			rc = out_put(&o, env->e_map + DL_NMETAS * ps, len);
-	}
-	if (!rc)
-		rc = out_flush(&o);
+	rc = mdb_txn_copyfd(txn, fd, flags);
 	mdb_txn_abort(txn);
-	free(o.buf);
 	return rc;
 }
 

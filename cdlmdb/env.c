@@ -72,14 +72,55 @@ static size_t round_up(size_t x, size_t to)
 	return (x + to - 1) / to * to;
 }
 
+/* The comparators of the main DB, whose flags are those of its record. */
+void dlmdb_env_main_cmp(MDB_env *env, unsigned flags)
+{
+	env->e_dbx[DL_MAIN_DBI].x_cmp = dlmdb_cmp_for(flags);
+	env->e_dbx[DL_MAIN_DBI].x_dcmp = dlmdb_cmp_for(MDB_DUPSORT |
+		((flags & MDB_REVERSEDUP) ? MDB_REVERSEKEY : 0) |
+		((flags & MDB_INTEGERDUP) ? MDB_INTEGERKEY : 0));
+}
+
+/*
+ * The part of an open that follows the map and the metas, for file and
+ * in-memory envs alike: DB handle table, comparators of the core DBs and,
+ * for the first opener of a lock file (excl), the published txn id.
+ */
+int dlmdb_env_finish_open(MDB_env *env, int excl)
+{
+	env->e_nodemax = (((env->e_psize - DL_PAGEHDR) / 2) & ~(size_t)1) - sizeof(indx_t);
+	env->e_dbx = calloc(env->e_maxdbs, sizeof(dl_dbx));
+	if (!env->e_dbx)
+		return ENOMEM;
+	env->e_dbx[DL_FREE_DBI].x_cmp = dlmdb_cmp_for(MDB_INTEGERKEY);
+	env->e_dbx[DL_FREE_DBI].x_used = 1;
+	env->e_dbx[DL_MAIN_DBI].x_used = 1;
+	const dl_meta *live = dlmdb_meta_newest(env, 0);
+	if (!live)
+		return MDB_INVALID;
+	dlmdb_env_main_cmp(env, live->m_dbs[DL_MAIN_DBI].d_flags);
+	if (excl && env->e_lck != &env->e_nolock) {
+		env->e_lck->l_txnid = live->m_txnid;
+		int rc = dlmdb_lock_share(env);
+		if (rc)
+			return rc;
+	}
+	env->e_opened = 1;
+	return 0;
+}
+
 int mdb_env_open(MDB_env *env, const char *path, unsigned int flags, mdb_mode_t mode)
 {
 	int rc, excl = 0;
-	if (!env || !path || env->e_opened || env->e_path)
+	if (!env || env->e_opened || env->e_path || env->e_map)
 		return EINVAL;
 	if (flags & ~DL_ENV_OPENFLAGS)
 		return EINVAL;
 	flags |= env->e_flags;
+	if (flags & MDB_INMEMORY)
+		return path ? EINVAL : dlmdb_inmem_open(env, flags, 0);
+	if (!path)
+		return EINVAL;
 	if (flags & MDB_RDONLY)
 		flags &= ~(MDB_WRITEMAP | MDB_MAPASYNC);
 	env->e_flags = flags;
@@ -171,31 +212,7 @@ int mdb_env_open(MDB_env *env, const char *path, unsigned int flags, mdb_mode_t 
 		if (rc)
 			goto out;
 	}
-	env->e_nodemax = (((env->e_psize - DL_PAGEHDR) / 2) & ~(size_t)1) - sizeof(indx_t);
-	env->e_dbx = calloc(env->e_maxdbs, sizeof(dl_dbx));
-	if (!env->e_dbx) {
-		rc = ENOMEM;
-		goto out;
-	}
-	env->e_dbx[DL_FREE_DBI].x_cmp = dlmdb_cmp_for(MDB_INTEGERKEY);
-	env->e_dbx[DL_FREE_DBI].x_used = 1;
-	env->e_dbx[DL_MAIN_DBI].x_used = 1;
-	const dl_meta *live = dlmdb_meta_newest(env, 0);
-	if (!live) {
-		rc = MDB_INVALID;
-		goto out;
-	}
-	env->e_dbx[DL_MAIN_DBI].x_cmp = dlmdb_cmp_for(live->m_dbs[DL_MAIN_DBI].d_flags);
-	env->e_dbx[DL_MAIN_DBI].x_dcmp = dlmdb_cmp_for(MDB_DUPSORT |
-		((live->m_dbs[DL_MAIN_DBI].d_flags & MDB_REVERSEDUP) ? MDB_REVERSEKEY : 0) |
-		((live->m_dbs[DL_MAIN_DBI].d_flags & MDB_INTEGERDUP) ? MDB_INTEGERKEY : 0));
-	if (excl && env->e_lck != &env->e_nolock) {
-		env->e_lck->l_txnid = live->m_txnid;
-		rc = dlmdb_lock_share(env);
-		if (rc)
-			goto out;
-	}
-	env->e_opened = 1;
+	rc = dlmdb_env_finish_open(env, excl);
 out:
 	free(dpath);
 	free(lpath);
@@ -256,6 +273,8 @@ int mdb_env_set_mapsize(MDB_env *env, mdb_size_t size)
 	if (size < minsz)
 		size = minsz;
 	size = round_up(size, env->e_psize);
+	if (dl_inmem(env))
+		return dlmdb_inmem_resize(env, size);
 	if ((env->e_flags & MDB_WRITEMAP) && !(env->e_flags & MDB_RDONLY)) {
 		/* a WRITEMAP writer stores into any page below the map size: the
 		 * file must reach that far first (a store past its end would be a
@@ -379,6 +398,8 @@ int mdb_env_sync(MDB_env *env, int force)
 {
 	if (!env || !env->e_opened)
 		return EINVAL;
+	if (dl_inmem(env))
+		return 0;	/* nothing is on a disk */
 	if (env->e_flags & MDB_RDONLY)
 		return EACCES;
 	if (!force && (env->e_flags & MDB_NOSYNC))

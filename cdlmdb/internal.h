@@ -351,6 +351,10 @@ struct MDB_txn {
 	size_t t_vbcap;
 	struct dl_curbak *t_curbak;	/* child txn: enclosing txns' cursor states at begin */
 	size_t t_ncurbak;
+	/* mdb_txn_set_interrupt (interrupt.c): t_intr points at the flag of
+	 * the txn family's top txn, t_intr_own for a top txn itself */
+	int *t_intr;
+	int t_intr_own;
 };
 
 /* cursor flags */
@@ -472,13 +476,31 @@ struct MDB_env {
 	void *e_userctx;
 	MDB_assert_func *e_assert;
 	dl_lockhdr e_nolock;	/* stand-in header when MDB_NOLOCK */
+	/* mdb_env_set_interrupt (interrupt.c): nonzero while every page visit
+	 * of every txn of this handle answers EINTR */
+	int e_intr;
 };
+
+/* MDB_INMEMORY (inmem.c): the map is anonymous memory that the commit
+ * writes with memcpy, there is no data file (e_fd < 0) and no lock file
+ * (the lock header and reader table are anonymous memory too) */
+static inline int dl_inmem(const MDB_env *env)
+{
+	return (env->e_flags & MDB_INMEMORY) != 0;
+}
+
+/* Is an interrupt pending for txn (its env's or its family's own)? */
+static inline int dl_intr_pending(const MDB_txn *txn)
+{
+	return __atomic_load_n(&txn->t_env->e_intr, __ATOMIC_RELAXED) |
+		__atomic_load_n(txn->t_intr, __ATOMIC_RELAXED);
+}
 
 /* env flags that are changeable at runtime */
 #define DL_ENV_CHANGEABLE (MDB_NOSYNC | MDB_NOMETASYNC | MDB_MAPASYNC | MDB_NOMEMINIT)
 #define DL_ENV_OPENFLAGS (MDB_FIXEDMAP | MDB_NOSUBDIR | MDB_NOSYNC | MDB_RDONLY | \
 	MDB_NOMETASYNC | MDB_WRITEMAP | MDB_MAPASYNC | MDB_NOTLS | MDB_NOLOCK | \
-	MDB_NORDAHEAD | MDB_NOMEMINIT | MDB_PREVSNAPSHOT)
+	MDB_NORDAHEAD | MDB_NOMEMINIT | MDB_PREVSNAPSHOT | MDB_INMEMORY)
 
 /* ---- hot accessors -------------------------------------------------------------- */
 
@@ -929,6 +951,14 @@ DL_HIDDEN const dl_meta *dlmdb_meta_page(MDB_env *env, txnid_t id);
 /* map the data file (e_mapsize bytes); addr: the FIXEDMAP address the map
  * must get (EBUSY if the kernel puts it elsewhere), or NULL for anywhere */
 DL_HIDDEN int dlmdb_env_map(MDB_env *env, void *addr);
+DL_HIDDEN void dlmdb_env_main_cmp(MDB_env *env, unsigned flags);
+DL_HIDDEN int dlmdb_env_finish_open(MDB_env *env, int excl);
+/* inmem.c */
+DL_HIDDEN int dlmdb_inmem_open(MDB_env *env, unsigned flags, unsigned psize);
+DL_HIDDEN int dlmdb_inmem_resize(MDB_env *env, size_t size);
+DL_HIDDEN int dlmdb_lock_open_mem(MDB_env *env);
+DL_HIDDEN int dlmdb_copy_to_map(MDB_txn *src, char *map, size_t cap, txnid_t *id);
+DL_HIDDEN int dlmdb_txn_intr_fail(MDB_txn *txn);
 DL_HIDDEN int dlmdb_dbx_default_cmp(MDB_env *env, MDB_dbi dbi, unsigned flags);
 DL_HIDDEN MDB_cmp_func *dlmdb_cmp_for(unsigned dbflags);
 

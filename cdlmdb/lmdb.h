@@ -100,6 +100,7 @@ typedef void(MDB_rel_func)(MDB_val *item, void *oldptr, void *newptr, void *relc
 #define MDB_NORDAHEAD 0x800000	     /* advise the kernel not to read ahead */
 #define MDB_NOMEMINIT 0x1000000	     /* don't zero unused parts of new pages */
 #define MDB_PREVSNAPSHOT 0x2000000   /* open using the older meta page */
+#define MDB_INMEMORY 0x4000000	     /* DLMDB: no files, the map is process memory (path NULL) */
 
 /* ---- database flags (mdb_dbi_open) -------------------------------------- */
 
@@ -277,6 +278,10 @@ typedef int(MDB_msg_func)(const char *msg, void *ctx);
 #define mdb_cursor_get_batch dlmdb_cursor_get_batch
 #define mdb_cursor_get_many dlmdb_cursor_get_many
 #define mdb_footprint dlmdb_footprint
+#define mdb_env_set_interrupt dlmdb_env_set_interrupt
+#define mdb_txn_set_interrupt dlmdb_txn_set_interrupt
+#define mdb_txn_copyfd dlmdb_txn_copyfd
+#define mdb_env_load dlmdb_env_load
 
 /* ---- library ----------------------------------------------------------------- */
 
@@ -559,6 +564,56 @@ typedef struct MDB_footprint {
  *  DB must not change in between (else EINVAL).  MDB_CORRUPTED on a page
  *  the walk cannot follow safely. */
 int mdb_footprint(MDB_txn *txn, MDB_dbi dbi, MDB_footprint *fp, mdb_size_t max_leaves);
+
+/* ---- in-memory environments and interruption ------------------------------------------------- */
+
+/*
+ * MDB_INMEMORY (DLMDB): mdb_env_open(env, NULL, MDB_INMEMORY | flags, mode)
+ * opens an environment that lives in this process's memory only: no data
+ * file, no lock file, nothing on disk.  The map size bounds the memory
+ * (pages are taken from the system as they are first written and given
+ * back by mdb_env_close); it may be grown with mdb_env_set_mapsize as for
+ * a file.  Readers on many threads and one writer at a time, every DB flag
+ * and extension, nested txns, copies (mdb_env_copy* write an ordinary data
+ * file, so an in-memory env can be persisted) work as in a file env.
+ * There is nothing to sync: commits are durable only until close, and
+ * mdb_env_sync succeeds at once.  Not combinable with MDB_RDONLY,
+ * MDB_FIXEDMAP or MDB_PREVSNAPSHOT (EINVAL); MDB_NOSUBDIR is ignored.
+ * mdb_env_get_path gives NULL, mdb_env_get_fd -1.
+ */
+
+/** Open env (created, not yet opened) as an MDB_INMEMORY environment that
+ *  holds a compacted copy of the snapshot of src, a live read txn of any
+ *  environment (a file loaded into memory, or a clone of another in-memory
+ *  env).  flags as for mdb_env_open (MDB_INMEMORY implied).  The map size
+ *  is the larger of env's setting and src's environment's.  DLMDB-go
+ *  extension. */
+int mdb_env_load(MDB_env *env, MDB_txn *src, unsigned int flags, mdb_mode_t mode);
+
+/** Write a copy of the snapshot of txn (a live read txn) to fd, as
+ *  mdb_env_copyfd2 writes that of a new one (flags: MDB_CP_COMPACT); the
+ *  copy follows txn's interrupt (mdb_txn_set_interrupt).  DLMDB-go
+ *  extension. */
+int mdb_txn_copyfd(MDB_txn *txn, mdb_filehandle_t fd, unsigned int flags);
+
+/** Interrupt every txn of env (on != 0) or stop doing so (on == 0).
+ *  While set, every operation of every txn of this handle that visits a
+ *  page (a search step, a move to another leaf, a page of a copy) returns
+ *  EINTR there and marks its txn failed: read txns must then be reset or
+ *  aborted, write txns aborted (their changes are lost; nothing committed
+ *  is).  A commit interrupted before it writes fails the same way; once
+ *  its pages are being written it is not interrupted.  Async-signal-safe
+ *  (one atomic store): may be called from a signal handler or any thread.
+ *  Clear it before beginning new work.  DLMDB. */
+int mdb_env_set_interrupt(MDB_env *env, int on);
+
+/** The same for one txn family: txn (a top-level txn, read or write, or a
+ *  nested one, which then stands for its whole family) and its nested
+ *  txns, leaving every other txn running.  May be called from any thread,
+ *  or a signal handler, as long as txn has not been ended (committed or
+ *  aborted; a reset read txn may be flagged, a renew clears the flag).
+ *  DLMDB-go extension. */
+int mdb_txn_set_interrupt(MDB_txn *txn, int on);
 
 /* ---- reader table ------------------------------------------------------------------------- */
 

@@ -70,6 +70,30 @@ static int mutex_take(pthread_mutex_t *m)
 	return rc;
 }
 
+/* A lock header as a first opener leaves it, keeping the failed-commit
+ * record failed. */
+static int header_init(dl_lockhdr *h, uint64_t failed)
+{
+	int rc;
+	memset(h, 0, sizeof *h);
+	h->l_failed = failed;
+	if ((rc = mutex_setup(&h->l_wmutex)) || (rc = mutex_setup(&h->l_rmutex)))
+		return rc;
+	h->l_txnid = 0;
+	h->l_numreaders = 0;
+	h->l_format = DL_LOCK_FORMAT;
+	__atomic_store_n(&h->l_magic, DL_MAGIC, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* The tag this handle's parked reader slot carries (dlmdb_reader_park). */
+static void park_tag_init(MDB_env *env)
+{
+	static uint32_t handles;
+	env->e_park_tag = DL_SLOT_PARKED | (uint64_t)(uint32_t)env->e_pid << 32 |
+		__atomic_add_fetch(&handles, 1, __ATOMIC_RELAXED);
+}
+
 int dlmdb_lock_open(MDB_env *env, const char *lpath, int mode, int *excl)
 {
 	int rc;
@@ -117,14 +141,8 @@ int dlmdb_lock_open(MDB_env *env, const char *lpath, int mode, int *excl)
 		 * data file may still hold its meta (meta.c, meta_take_back) */
 		uint64_t failed = (h->l_magic == DL_MAGIC && h->l_format == DL_LOCK_FORMAT) ?
 			h->l_failed : 0;
-		memset(h, 0, sizeof *h);
-		h->l_failed = failed;
-		if ((rc = mutex_setup(&h->l_wmutex)) || (rc = mutex_setup(&h->l_rmutex)))
+		if ((rc = header_init(h, failed)))
 			return rc;
-		h->l_txnid = 0;
-		h->l_numreaders = 0;
-		h->l_format = DL_LOCK_FORMAT;
-		__atomic_store_n(&h->l_magic, DL_MAGIC, __ATOMIC_RELEASE);
 	} else {
 		if (h->l_magic != DL_MAGIC)
 			return MDB_INVALID;
@@ -133,9 +151,24 @@ int dlmdb_lock_open(MDB_env *env, const char *lpath, int mode, int *excl)
 	}
 	/* liveness marker for reader_check */
 	fcntl_lock(env->e_lfd, F_OFD_SETLK, F_RDLCK, (off_t)env->e_pid);
-	static uint32_t handles;
-	env->e_park_tag = DL_SLOT_PARKED | (uint64_t)(uint32_t)env->e_pid << 32 |
-		__atomic_add_fetch(&handles, 1, __ATOMIC_RELAXED);
+	park_tag_init(env);
+	return 0;
+}
+
+/* The lock header and reader table of an MDB_INMEMORY env: the same
+ * structures in anonymous memory, seen by this handle only (inmem.c). */
+int dlmdb_lock_open_mem(MDB_env *env)
+{
+	size_t want = DL_LCK_READERS_OFF + (size_t)env->e_maxreaders * sizeof(dl_reader);
+	void *m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return errno;
+	env->e_lck = m;
+	env->e_lcksize = want;
+	int rc = header_init(env->e_lck, 0);
+	if (rc)
+		return rc;
+	park_tag_init(env);
 	return 0;
 }
 

@@ -221,7 +221,13 @@ int dlmdb_meta_init_file(MDB_env *env, dl_meta *m)
 		p->p_flags = DL_P_META;
 		memcpy((char *)p + DL_PAGEHDR, m, sizeof *m);
 	}
-	int rc = pwrite_all(DL_IO_META, env->e_fd, buf, DL_NMETAS * ps, 0);
+	int rc = 0;
+	if (dl_inmem(env)) {
+		memcpy(env->e_map, buf, DL_NMETAS * ps);	/* nothing to sync */
+		free(buf);
+		return 0;
+	}
+	rc = pwrite_all(DL_IO_META, env->e_fd, buf, DL_NMETAS * ps, 0);
 	free(buf);
 	if (!rc && !(env->e_flags & MDB_NOSYNC) && DL_FDATASYNC(DL_IO_MSYNC, env->e_fd))
 		rc = errno;
@@ -232,6 +238,8 @@ int dlmdb_meta_init_file(MDB_env *env, dl_meta *m)
  * the step of the commit it is for (internal.h, fault injection). */
 static int meta_sync(MDB_env *env, off_t base, int site)
 {
+	if (dl_inmem(env))
+		return 0;
 	if (env->e_flags & MDB_WRITEMAP) {
 		/* flush the meta's page (MAPASYNC: only start its writeback,
 		 * like the data pages in txn.c's data_sync) */
@@ -307,10 +315,10 @@ static void meta_take_back(MDB_env *env, const dl_meta *old, off_t base, txnid_t
 		/* before the page is touched: from here on no handle chooses
 		 * the failed meta, whatever the write back below achieves */
 		__atomic_store_n(&env->e_lck->l_failed, id, __ATOMIC_SEQ_CST);
-		if (env->e_lck != &env->e_nolock && !(env->e_flags & MDB_NOSYNC))
+		if (env->e_lck != &env->e_nolock && !(env->e_flags & (MDB_NOSYNC | MDB_INMEMORY)))
 			(void)DL_MSYNC(DL_IO_UNDO, env->e_lck, (size_t)sysconf(_SC_PAGESIZE), MS_SYNC);
 	}
-	if (env->e_flags & MDB_WRITEMAP) {
+	if (env->e_flags & (MDB_WRITEMAP | MDB_INMEMORY)) {
 		dl_meta *dst = (dl_meta *)(env->e_map + (size_t)base);
 		__atomic_store_n(&dst->m_txnid, old->m_txnid, __ATOMIC_RELEASE);
 		__atomic_thread_fence(__ATOMIC_RELEASE);
@@ -354,7 +362,7 @@ int dlmdb_meta_write(MDB_txn *txn)
 	dl_meta *dst = meta_in_map(env, (int)(txn->t_id & 1));
 	dl_meta old = *dst;
 	int rc = 0;
-	if (env->e_flags & MDB_WRITEMAP) {
+	if (env->e_flags & (MDB_WRITEMAP | MDB_INMEMORY)) {
 		/* the map is writable: stores instead of a syscall, in the order
 		 * the two-write path below uses (see the top of this file) */
 		__atomic_thread_fence(__ATOMIC_RELEASE);

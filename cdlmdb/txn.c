@@ -51,6 +51,9 @@ static int file_holds(MDB_env *env, pgno_t end)
 
 int dlmdb_page_get(MDB_txn *txn, pgno_t pg, dl_page **out)
 {
+	/* every page visit is where an interrupt is noticed (interrupt.c) */
+	if (DL_UNLIKELY(dl_intr_pending(txn)))
+		return dlmdb_txn_intr_fail(txn);
 	if (DL_UNLIKELY(pg >= txn->t_next_pg || pg < DL_NMETAS))
 		return MDB_PAGE_NOTFOUND;
 	if (!(txn->t_flags & DL_T_RDONLY)) {
@@ -323,6 +326,7 @@ static int read_begin(MDB_txn *txn)
 		/* a renew may run on another thread than the reset did */
 		txn->t_slot->r_tid = (uint64_t)pthread_self();
 	}
+	__atomic_store_n(&txn->t_intr_own, 0, __ATOMIC_RELAXED);	/* a renew starts afresh */
 	rc = txn_snapshot(txn);
 	if (rc) {
 		if (txn->t_slot)
@@ -573,6 +577,8 @@ int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags, MDB_txn **o
 	MDB_txn *txn = txn_alloc(env, !parent);
 	if (!txn)
 		return ENOMEM;
+	/* a nested txn shares its family's interrupt flag (interrupt.c) */
+	txn->t_intr = parent ? parent->t_intr : &txn->t_intr_own;
 	int rc;
 	if (parent)
 		rc = child_begin(txn, parent);
@@ -1016,7 +1022,14 @@ static int write_pages(MDB_txn *txn, pgno_t *lo, pgno_t *hi)
 			cnt++;
 			i++;
 		}
-		int done = 0;
+		int done = dl_inmem(env);
+		if (done) {
+			/* the map is the store (inmem.c) */
+			for (int j = 0; j < cnt; j++) {
+				memcpy(env->e_map + off, iov[j].iov_base, iov[j].iov_len);
+				off += (off_t)iov[j].iov_len;
+			}
+		}
 		while (!done) {
 			/* a lone page (the common case in small txns) takes the
 			 * plain pwrite path, which skips the iovec import */
@@ -1085,7 +1098,7 @@ static int write_pages(MDB_txn *txn, pgno_t *lo, pgno_t *hi)
  */
 static int data_sync(MDB_env *env, pgno_t lo, pgno_t hi)
 {
-	if (env->e_flags & MDB_NOSYNC)
+	if (env->e_flags & (MDB_NOSYNC | MDB_INMEMORY))
 		return 0;
 	if (!(env->e_flags & MDB_WRITEMAP))
 		return DL_FDATASYNC(DL_IO_DSYNC, env->e_fd) ? errno : 0;

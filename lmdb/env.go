@@ -44,6 +44,14 @@ const (
 	NoLock      = 1 << 22 // no locking at all: the caller serializes (use with care)
 	NoReadahead = 1 << 23 // ask the OS not to read ahead in the map
 	NoMemInit   = 1 << 24 // do not zero unused parts of pages before writing them
+
+	// InMemory (a DLMDB extension) opens an environment that lives in
+	// this process's memory only: Open takes an empty path, creates no
+	// file, and the data is gone when the Env is closed. The map size
+	// bounds the memory it may take. Copy, CopyFlag and CopyFD write an
+	// ordinary data file from it. Not combinable with Readonly or
+	// FixedMap.
+	InMemory = 1 << 26
 )
 
 // CopyCompact is the flag for Env.CopyFlag and Env.CopyFDFlag that writes
@@ -121,16 +129,19 @@ func NewEnv() (*Env, error) {
 }
 
 // Open opens the environment at path, creating its files with mode when
-// needed. NoTLS is always added to flags. When Open fails the Env cannot be
-// opened again; Close it.
+// needed. NoTLS is always added to flags. With InMemory, path must be
+// empty. When Open fails the Env cannot be opened again; Close it.
 //
 // See mdb_env_open.
 func (env *Env) Open(path string, flags uint, mode os.FileMode) error {
 	if env.handle == nil {
 		return invalid("mdb_env_open")
 	}
-	cpath := C.CString(path)
-	defer C.free(unsafe.Pointer(cpath))
+	var cpath *C.char // an in-memory env has no path
+	if flags&InMemory == 0 || path != "" {
+		cpath = C.CString(path)
+		defer C.free(unsafe.Pointer(cpath))
+	}
 	rc := C.mdb_env_open(env.handle, cpath, C.uint(flags|NoTLS), C.mdb_mode_t(mode))
 	env.opened = rc == 0
 	return check("mdb_env_open", rc)
@@ -370,8 +381,8 @@ func (env *Env) switchFlags(flags uint, on C.int) error {
 	return check("mdb_env_set_flags", C.mdb_env_set_flags(env.handle, C.uint(flags), on))
 }
 
-// Path returns the path given to Open, or an error when the environment has
-// not been opened.
+// Path returns the path given to Open ("" for an InMemory env), or an
+// error when the environment has not been opened.
 //
 // See mdb_env_get_path.
 func (env *Env) Path() (string, error) {
@@ -382,7 +393,7 @@ func (env *Env) Path() (string, error) {
 	case r.rc != 0:
 		return "", codeError("mdb_env_get_path", r.rc)
 	case r.path == nil:
-		return "", errEnvNotOpen
+		return "", nil // an in-memory env (InMemory)
 	default:
 		return C.GoString(r.path), nil
 	}

@@ -18,6 +18,7 @@ var headerAgreement = [...]int{
 	[1]int{}[MapAsync-C.MDB_MAPASYNC], [1]int{}[NoTLS-C.MDB_NOTLS],
 	[1]int{}[NoLock-C.MDB_NOLOCK], [1]int{}[NoReadahead-C.MDB_NORDAHEAD],
 	[1]int{}[NoMemInit-C.MDB_NOMEMINIT], [1]int{}[CopyCompact-C.MDB_CP_COMPACT],
+	[1]int{}[InMemory-C.MDB_INMEMORY],
 
 	// Database flags.
 	[1]int{}[ReverseKey-C.MDB_REVERSEKEY], [1]int{}[DupSort-C.MDB_DUPSORT],
