@@ -104,8 +104,10 @@ int mdb_env_load(MDB_env *env, MDB_txn *src, unsigned int flags, mdb_mode_t mode
 	if (rc)
 		return rc;
 	txnid_t id;
-	if ((rc = dlmdb_copy_to_map(src, env->e_map, env->e_mapsize, &id)))
+	if ((rc = dlmdb_copy_to_map(src, env->e_map, env->e_mapsize, &id))) {
+		env->e_opened = 0;	/* half filled: only mdb_env_close may follow */
 		return rc;
+	}
 	/* the copied metas describe src's env: this one is anonymous memory */
 	for (int i = 0; i < DL_NMETAS; i++) {
 		dl_meta *m = (dl_meta *)(env->e_map + (size_t)i * env->e_psize + DL_PAGEHDR);
@@ -116,8 +118,10 @@ int mdb_env_load(MDB_env *env, MDB_txn *src, unsigned int flags, mdb_mode_t mode
 		__atomic_store_n(&env->e_lck->l_txnid, id, __ATOMIC_RELEASE);
 	/* the main DB's flags came with the copy */
 	const dl_meta *live = dlmdb_meta_newest(env, 0);
-	if (!live)
+	if (!live) {
+		env->e_opened = 0;
 		return MDB_CORRUPTED;
+	}
 	dlmdb_env_main_cmp(env, live->m_dbs[DL_MAIN_DBI].d_flags);
 	return 0;
 }

@@ -36,6 +36,23 @@ static int dir_entries(const char *dir)
 	return n;
 }
 
+/* Mappings of this process exactly size bytes long (/proc/self/maps). */
+static int maps_of_size(size_t size)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return -1;
+	char line[512];
+	int n = 0;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && hi - lo == size)
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
 static MDB_env *open_mem(size_t mapsize, unsigned flags)
 {
 	MDB_env *env;
@@ -200,6 +217,18 @@ static void test_basic(unsigned extra)
 	EXPECT(dir_entries(".") == before);
 }
 
+/* The map is given back on close (ASan does not track mmap). */
+static void test_memory_returned(void)
+{
+	size_t size = 123u * 4096u * 257u;	/* a length nothing else maps */
+	int before = maps_of_size(size);
+	MDB_env *env = open_mem(size, 0);
+	fill(env, "plain", 0, 2000, 1);
+	EXPECT(maps_of_size(size) == before + 1);
+	mdb_env_close(env);
+	EXPECT(maps_of_size(size) == before);
+}
+
 static void test_mapfull(void)
 {
 	MDB_env *env = open_mem(40 * 4096, 0);
@@ -354,6 +383,18 @@ static void test_persist_load(unsigned cpflags)
 		EXPECT(st.ms_entries == 4100);
 		mdb_txn_abort(txn);
 		mdb_env_close(loaded);
+	}
+	/* an interrupted load leaves an env that can only be closed */
+	{
+		MDB_txn *rt, *t;
+		MDB_env *half;
+		MUST(mdb_txn_begin(file, NULL, MDB_RDONLY, &rt));
+		MUST(mdb_txn_set_interrupt(rt, 1));
+		MUST(mdb_env_create(&half));
+		EXPECT_RC(mdb_env_load(half, rt, 0, 0644), EINTR);
+		EXPECT_RC(mdb_txn_begin(half, NULL, MDB_RDONLY, &t), EINVAL);
+		mdb_env_close(half);
+		mdb_txn_abort(rt);
 	}
 	/* a reset txn is not a snapshot to load from */
 	MDB_txn *rt;
@@ -544,6 +585,7 @@ int main(void)
 	test_basic(0);
 	test_basic(MDB_NOLOCK);
 	test_basic(MDB_WRITEMAP);
+	test_memory_returned();
 	test_mapfull();
 	test_threads();
 	test_persist_load(0);
