@@ -1,4 +1,3 @@
-/* LEAD -> ENGINE: please read /work/notes/TO-ENGINE.md (cursor-semantics priorities). Remove this line after reading. */
 /*
  * cursor.c - cursor life cycle, movement and the read API (mdb_get).
  *

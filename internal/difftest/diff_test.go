@@ -1485,7 +1485,7 @@ func dumpDB(eng engine, env tEnv, dbi uint32) ([]kvPair, tStat, error) {
 
 // comparePageCounts: whether Stat page counts and depth must match stock too
 // (entries always must). Off by default: our engine's split policy and its
-// overflow-page reuse differ from LMDB's (see /work/notes/TESTS.md), which is
+// overflow-page reuse differ from LMDB's (README, "Differences from stock LMDB"), which is
 // allowed; -difftest.pages turns the comparison on to measure the difference.
 func comparePageCounts() bool { return *flagPages }
 

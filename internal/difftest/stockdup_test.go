@@ -9,7 +9,7 @@ import (
 )
 
 // Step-arounds for stock LMDB 0.9.33 sub-cursor bugs in sorted-duplicate DBs
-// (documented with minimal sequences in /work/notes/DUPFIX.md). Each one
+// (each is reproduced by a minimal sequence in stockdup_model_test.go). Each one
 // applies the same harness action on both sides and only in the situation
 // that triggers the stock bug; our engine's correct behaviour there is pinned
 // against a model in stockdup_model_test.go.
