@@ -426,15 +426,14 @@ int dlmdb_cursor_seek(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op
 		return MDB_BAD_VALSIZE;
 	int fast = seek_fast_miss(mc, key);
 	unsigned eof0 = mc->c_flags & DL_C_EOF;
-	int rc = dlmdb_search_root(mc, key, DL_SEARCH_KEY);
+	int exact;
+	int rc = dlmdb_search_key(mc, key, &exact);
 	if (rc)
 		return rc;
-	int exact;
-	dl_page *p = mc->c_pg[mc->c_top];
-	unsigned i = dlmdb_node_find(mc, p, key, &exact);
 	if (exact < 0)
 		return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
-	mc->c_ki[mc->c_top] = (indx_t)i;
+	dl_page *p = mc->c_pg[mc->c_top];
+	unsigned i = mc->c_ki[mc->c_top];
 	/* a miss, unless it moves on to the next leaf (a step, checked there):
 	 * is this leaf the one the separators on its path name?  (search.c) */
 	if (!exact && mc->c_top && (op != MDB_SET_RANGE || i < dl_pg_nkeys(p)) &&

@@ -947,14 +947,13 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		if (dlmdb_seek_keeps_eof(mc, &k))
 			eofkeep = DL_C_EOF;
 	}
-	rc = dlmdb_search_root(mc, &k, DL_SEARCH_KEY);
+	rc = dlmdb_search_key(mc, &k, &exact);
 	if (rc && rc != MDB_NOTFOUND)
 		return rc;
-	if (rc == 0) {
-		mc->c_ki[mc->c_top] = (indx_t)dlmdb_node_find(mc, mc->c_pg[mc->c_top], &k, &exact);
-		if (exact < 0)
-			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
-	}
+	if (rc == MDB_NOTFOUND)
+		exact = 0;
+	else if (exact < 0)
+		return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 	if (!exact) {
 		/* new key: a plain node */
 		rc = dlmdb_tree_put(mc, &k, &d, flags & (MDB_APPEND | MDB_NOOVERWRITE));

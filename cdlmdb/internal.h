@@ -1144,6 +1144,10 @@ DL_HIDDEN void dlmdb_trust_reset(MDB_env *env);
 /* search.c */
 DL_HIDDEN int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where);
 DL_HIDDEN unsigned dlmdb_node_find(MDB_cursor *mc, const dl_page *p, const MDB_val *key, int *exact);
+/* dlmdb_search_root(mc, key, DL_SEARCH_KEY) and dlmdb_node_find on the leaf
+ * (c_ki[c_top] gets the index), from the cursor's own stack when it is
+ * current (cursor reuse, search.c); MDB_NOTFOUND for an empty tree */
+DL_HIDDEN int dlmdb_search_key(MDB_cursor *mc, const MDB_val *key, int *exact);
 /* key of node i (LEAF2: slot i); a key of a PREFIX page that shares anchor
  * bytes is decoded into buf (DL_MAXKEY bytes) */
 DL_HIDDEN void dlmdb_node_keyval(const dl_page *p, unsigned i, MDB_val *key, unsigned char *buf);

@@ -147,16 +147,13 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 			return rc;
 		if (dlmdb_seek_keeps_eof(mc, &k))
 			eofkeep = DL_C_EOF;	/* as LMDB's SET step of a put */
-		rc = dlmdb_search_root(mc, &k, DL_SEARCH_KEY);
+		rc = dlmdb_search_key(mc, &k, &exact);
 		if (rc == MDB_NOTFOUND) {
 			empty = 1;
 		} else if (rc) {
 			return rc;
-		} else {
-			dl_page *p = mc->c_pg[mc->c_top];
-			mc->c_ki[mc->c_top] = (indx_t)dlmdb_node_find(mc, p, &k, &exact);
-			if (exact < 0)
-				return DL_TXN_FAIL(txn, MDB_CORRUPTED);
+		} else if (exact < 0) {
+			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 		}
 	}
 	if (exact && dl_pg_is_leaf2(mc->c_pg[mc->c_top]))

@@ -131,16 +131,17 @@ static unsigned find_by_cmp(MDB_cursor *mc, const dl_page *p, const MDB_val *key
  * probe on them and the suffixes decide.  Other orders get each probed key
  * decoded into a stack buffer.
  */
-static unsigned find_prefixed(MDB_cursor *mc, const dl_page *p, const MDB_val *key, int *exact)
+static unsigned find_prefixed(MDB_cursor *mc, const dl_page *p, const MDB_val *key, unsigned lo,
+	unsigned hi, int *exact)
 {
 	MDB_cmp_func *cmp = mc->c_dbx->x_cmp;
-	unsigned lo = 0, hi = dl_pg_nkeys(p), bound = mc->c_bound, upper = p->p_upper;
+	unsigned bound = mc->c_bound, upper = p->p_upper;
 	/* the anchor sits at the far end of the page from the slots: start
 	 * its load and the first probe's together (two cache misses that
 	 * would otherwise come one after the other) */
 	__builtin_prefetch((const char *)p + p->p_pad);
-	if (hi)
-		__builtin_prefetch((const char *)p + dl_pg_slot(p, hi / 2));
+	if (hi > lo)
+		__builtin_prefetch((const char *)p + dl_pg_slot(p, lo + (hi - lo) / 2));
 	if (DL_UNLIKELY(!dl_pg_anchor_ok(p, bound)))
 		goto damaged;
 	bound = dl_pg_node_lim(p, bound);	/* nodes end below the anchor */
@@ -197,10 +198,12 @@ damaged:
  * order (compared inline, the common case), and node pages under any other
  * order.  Every node probe checks that the node lies inside the page.
  */
-unsigned dlmdb_node_find(MDB_cursor *mc, const dl_page *p, const MDB_val *key, int *exact)
+/* dlmdb_node_find over the slots [lo, hi) of p only (lo >= 1 on a branch
+ * page): the lower bound among them, hi if all are below key. */
+static unsigned node_find_in(MDB_cursor *mc, const dl_page *p, const MDB_val *key, unsigned lo,
+	unsigned hi, int *exact)
 {
 	MDB_cmp_func *cmp = mc->c_dbx->x_cmp;
-	unsigned lo = dl_pg_is_branch(p) ? 1 : 0, hi = dl_pg_nkeys(p);
 	MDB_val k;
 	*exact = 0;
 	if (dl_pg_is_leaf2(p)) {
@@ -219,7 +222,7 @@ unsigned dlmdb_node_find(MDB_cursor *mc, const dl_page *p, const MDB_val *key, i
 		return lo;
 	}
 	if (dl_pg_prefix(p))
-		return find_prefixed(mc, p, key, exact);
+		return find_prefixed(mc, p, key, lo, hi, exact);
 	/* a node must fit: header, key and (counted branches) its counts */
 	unsigned bound = mc->c_bound;
 	unsigned tail = DL_NODEHDR + (dl_pg_is_branch(p) ? dl_pg_cntbytes(p) : 0);
@@ -250,6 +253,11 @@ unsigned dlmdb_node_find(MDB_cursor *mc, const dl_page *p, const MDB_val *key, i
 damaged:
 	*exact = -1;
 	return 0;
+}
+
+unsigned dlmdb_node_find(MDB_cursor *mc, const dl_page *p, const MDB_val *key, int *exact)
+{
+	return node_find_in(mc, p, key, dl_pg_is_branch(p) ? 1 : 0, dl_pg_nkeys(p), exact);
 }
 
 /*
@@ -352,16 +360,21 @@ static int page_sane(unsigned bound, const dl_page *p)
  * selects the key's path, the leftmost or the rightmost one.  The leaf index
  * is left at 0 (KEY, FIRST) or the last node (LAST).
  */
-int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where)
+/*
+ * The descent from level lvl: page pg there, or (have) the page the stack
+ * already holds at lvl, which was checked when it was read.
+ */
+static int descend(MDB_cursor *mc, const MDB_val *key, int where, unsigned lvl, pgno_t pg,
+	int have)
 {
 	MDB_txn *txn = mc->c_txn;
-	pgno_t pg = mc->c_db->d_root;
-	mc->c_depth = 0;
-	mc->c_flags &= ~(DL_C_INIT | DL_C_EOF | DL_C_DEL | DL_C_SAVED | DL_C_PAST);
-	if (pg == DL_NO_PAGE && !mc->c_inline)
-		return MDB_NOTFOUND;
-	for (unsigned lvl = 0;; lvl++) {
+	for (;; lvl++) {
 		dl_page *p;
+		if (have) {
+			have = 0;
+			p = mc->c_pg[lvl];
+			goto inside;
+		}
 		if (mc->c_inline) {
 			/* duplicates kept in a sub-page: a one-leaf tree */
 			p = mc->c_inline;
@@ -379,6 +392,7 @@ int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where)
 		mc->c_pg[lvl] = p;
 		mc->c_depth = lvl + 1;
 		mc->c_top = lvl;
+inside:;
 		unsigned n = dl_pg_nkeys(p);
 		/* LEAF2 pages hold the values of DUPFIXED duplicates only (a
 		 * sub-cursor's tree), at most DL_MAXKEY bytes each; anywhere else
@@ -418,6 +432,190 @@ int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where)
 		mc->c_ki[lvl] = (indx_t)i;
 		pg = dl_node_child(dl_pg_node(p, i));
 	}
+}
+
+int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where)
+{
+	pgno_t pg = mc->c_db->d_root;
+	mc->c_depth = 0;
+	mc->c_flags &= ~(DL_C_INIT | DL_C_EOF | DL_C_DEL | DL_C_SAVED | DL_C_PAST);
+	if (pg == DL_NO_PAGE && !mc->c_inline)
+		return MDB_NOTFOUND;
+	return descend(mc, key, where, 0, pg, 0);
+}
+
+/*
+ * Cursor reuse (SPEC.md): a seek or put through a positioned cursor starts
+ * from the stack the cursor already holds.  The result is the stack the
+ * root-first descent would build, page for page and index for index, so
+ * everything after the search (inserts, splits, counts, cursor state) is
+ * the same whichever way it was found.
+ *
+ *  - In the leaf: the key of the cursor's node first, then the neighbour
+ *    on the probe's side, then the last (or first) key, and only then a
+ *    binary search of the slots the earlier compares leave.  A sorted run
+ *    of puts through one cursor costs two compares per put.  A key between
+ *    the leaf's first and last key is in this leaf: the separators above it
+ *    bracket its keys.
+ *  - Past either end of the leaf: the key may still belong here (the gap
+ *    up to the next leaf's separator) or to another leaf.  A page covers
+ *    the keys between its tightest separators, the key of the node the
+ *    path turns into at the deepest level that turns right of its first
+ *    node (lower bound) and that of the node after it at the deepest
+ *    level that has one (upper bound).  Climbing to the level that set the
+ *    failed bound, and again while the bound there fails, finds the
+ *    deepest page on the path that covers the key; the descent restarts
+ *    there with the stack above it kept.
+ *
+ * Only a stack known to be current qualifies: positioned, not saved for a
+ * re-seek (another cursor changed the tree), not standing on a deleted
+ * item, and not an inline sub-page (its copy is refreshed by the duplicate
+ * code).  A benchmark build (DLMDB_REUSE_SWITCH, cdlmdb/reuse_switch.go)
+ * can turn reuse off at run time to time both paths; other builds have
+ * no switch.
+ */
+#ifdef DLMDB_REUSE_SWITCH
+int dlmdb_reuse_off;	/* set by cdlmdb.SetCursorReuse */
+#endif
+
+/* The separator that bounds the page at level j from below (lo) or above:
+ * the level that sets it, or -1 for none. */
+static int bound_level(const MDB_cursor *mc, unsigned j, int lo)
+{
+	for (int m = (int)j - 1; m >= 0; m--) {
+		unsigned i = mc->c_ki[m];
+		if (lo ? i > 0 : i + 1u < dl_pg_nkeys(mc->c_pg[m]))
+			return m;
+	}
+	return -1;
+}
+
+/* Compare key with the key of branch node i at level m: <0, 0, >0, or
+ * DL_CMP_BAD when the node does not lie in its page. */
+#define DL_CMP_BAD 2
+static int cmp_sep(const MDB_cursor *mc, unsigned m, unsigned i, const MDB_val *key)
+{
+	const dl_page *p = mc->c_pg[m];
+	if (!dl_node_in_page(p, i, mc->c_bound))
+		return DL_CMP_BAD;
+	MDB_val k;
+	dlmdb_node_keyval(p, i, &k, NULL);	/* branch pages are never PREFIX */
+	int r = mc->c_dbx->x_cmp(key, &k);
+	return (r > 0) - (r < 0);
+}
+
+/*
+ * The deepest level whose page on the stack covers key (0, the root, always
+ * does), or -1 on a damaged separator.
+ */
+static int covering_level(MDB_cursor *mc, const MDB_val *key)
+{
+	unsigned j = mc->c_top;
+	while (j > 0) {
+		int a = bound_level(mc, j, 1), b = bound_level(mc, j, 0);
+		int r;
+		if (a >= 0 && (r = cmp_sep(mc, (unsigned)a, mc->c_ki[a], key)) < 0) {
+			j = (unsigned)a;	/* below the lower bound */
+			continue;
+		} else if (a >= 0 && r == DL_CMP_BAD) {
+			return -1;
+		}
+		if (b >= 0 && (r = cmp_sep(mc, (unsigned)b, mc->c_ki[b] + 1u, key)) >= 0) {
+			if (r == DL_CMP_BAD)
+				return -1;
+			j = (unsigned)b;	/* at or above the upper bound */
+			continue;
+		}
+		break;
+	}
+	return (int)j;
+}
+
+/*
+ * Where key goes in the cursor's leaf p of n >= 1 keys, probing from the
+ * cursor's index: *edge is set to -1 / +1 when key lies below the first /
+ * above the last key (the index is then 0 / n), else 0.
+ */
+static unsigned leaf_near(MDB_cursor *mc, const dl_page *p, unsigned n, const MDB_val *key,
+	int *exact, int *edge)
+{
+	unsigned i = mc->c_ki[mc->c_top];
+	if (i >= n)
+		i = n - 1;
+	*edge = 0;
+	unsigned r = node_find_in(mc, p, key, i, i + 1, exact);
+	if (*exact)
+		return r;	/* a hit, or damage (-1) */
+	if (r > i) {	/* above key(i) */
+		if (i + 1 == n)
+			return *edge = 1, n;
+		r = node_find_in(mc, p, key, i + 1, i + 2, exact);
+		if (*exact || r == i + 1)
+			return r;
+		if (i + 2 == n)
+			return *edge = 1, n;
+		r = node_find_in(mc, p, key, n - 1, n, exact);
+		if (*exact)
+			return r;
+		if (r == n)
+			return *edge = 1, n;
+		return node_find_in(mc, p, key, i + 2, n - 1, exact);
+	}
+	/* below key(i) */
+	if (i == 0)
+		return *edge = -1, 0;
+	r = node_find_in(mc, p, key, i - 1, i, exact);
+	if (*exact || r == i)
+		return r;
+	if (i == 1)
+		return *edge = -1, 0;
+	r = node_find_in(mc, p, key, 0, 1, exact);
+	if (*exact)
+		return r;
+	if (r == 0)
+		return *edge = -1, 0;
+	return node_find_in(mc, p, key, 1, i - 1, exact);
+}
+
+int dlmdb_search_key(MDB_cursor *mc, const MDB_val *key, int *exact)
+{
+	int rc;
+#ifdef DLMDB_REUSE_SWITCH
+	if (!__atomic_load_n(&dlmdb_reuse_off, __ATOMIC_RELAXED))
+#endif
+	if ((mc->c_flags & (DL_C_INIT | DL_C_SAVED | DL_C_DEL)) == DL_C_INIT && mc->c_depth &&
+	    !mc->c_inline && mc->c_top + 1 == mc->c_depth) {
+		dl_page *p = mc->c_pg[mc->c_top];
+		unsigned n = dl_pg_nkeys(p);
+		if (n) {
+			int edge;
+			unsigned i = leaf_near(mc, p, n, key, exact, &edge);
+			if (*exact < 0)
+				return 0;	/* the caller reports the damage */
+			int j = edge ? covering_level(mc, key) : (int)mc->c_top;
+			if (j < 0) {
+				*exact = -1;
+				return 0;
+			}
+			mc->c_flags = (mc->c_flags & ~(DL_C_EOF | DL_C_PAST)) | DL_C_INIT;
+			if ((unsigned)j == mc->c_top) {
+				mc->c_ki[mc->c_top] = (indx_t)i;
+				return 0;
+			}
+			/* another leaf: down again from the covering page */
+			mc->c_depth = (unsigned)j + 1;
+			mc->c_top = (unsigned)j;
+			mc->c_flags &= ~DL_C_INIT;
+			if ((rc = descend(mc, key, DL_SEARCH_KEY, (unsigned)j, 0, 1)))
+				return rc;
+			goto leaf;
+		}
+	}
+	if ((rc = dlmdb_search_root(mc, key, DL_SEARCH_KEY)))
+		return rc;
+leaf:
+	mc->c_ki[mc->c_top] = (indx_t)dlmdb_node_find(mc, mc->c_pg[mc->c_top], key, exact);
+	return 0;
 }
 
 int dlmdb_node_value(MDB_txn *txn, const dl_node *n, MDB_val *data)
