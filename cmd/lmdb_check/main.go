@@ -28,7 +28,24 @@ import (
 	"github.com/dlmdb/dlmdb-go/lmdb"
 )
 
-const usage = "usage: lmdb_check [-V] [-n] [-q] [-w] [-a|-s name] path"
+const usage = "usage: lmdb_check [-V] [-n] [-q] [-w] [-a|-s name] path" + `
+
+Verify the structure of the environment at path with the engine's checker:
+every page reachable from the newest snapshot is visited (kind, bounds, key
+order, ownership) and the free list is reconciled with the pages in use.
+
+  -a       also print the statistics of every named database
+  -s name  also print the statistics of the named database
+  -w       also walk every record of every database with a cursor and
+           compare the count with the database's entry count
+  -q       print nothing on success
+  -n       the environment is a single file, not a directory
+  -V       print the engine version and exit
+  -h       print this help
+
+Exit status: 0 when the environment is sound, 1 (with the checker's
+explanation) when it is not or cannot be opened, 2 for a bad command line.
+`
 
 func main() { toolutil.Main("lmdb_check", run) }
 
@@ -71,7 +88,7 @@ var ErrDamaged = errors.New("environment is damaged")
 func run(args []string, stdout, stderr io.Writer) (err error) {
 	c, version, err := parseArgs(args)
 	if err != nil {
-		return err
+		return toolutil.Help(err, stdout)
 	}
 	if version {
 		_, err = fmt.Fprintln(stdout, toolutil.Version())

@@ -175,3 +175,11 @@ func TestCheckDamagedEntryCount(t *testing.T) {
 		t.Errorf("wrong entry count not detected: %v", err)
 	}
 }
+
+func TestHelp(t *testing.T) {
+	tooltest.CheckHelp(t, run, "usage: lmdb_check [-V] [-n] [-q] [-w] [-a|-s name] path", "-a", "-s name", "-w", "-q", "-n")
+}
+
+func TestNoEnvironment(t *testing.T) {
+	tooltest.CheckNoEnvironment(t, run)
+}

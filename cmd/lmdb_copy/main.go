@@ -26,7 +26,21 @@ import (
 	"github.com/dlmdb/dlmdb-go/lmdb"
 )
 
-const usage = "usage: lmdb_copy [-V] [-c] [-n] srcpath [dstpath]"
+const usage = "usage: lmdb_copy [-V] [-c] [-n] srcpath [dstpath]" + `
+
+Write a consistent copy of the environment at srcpath (taken from one read
+snapshot, so other processes may go on using it).
+
+  -c  compact while copying: leave out free pages and renumber the rest,
+      so the copy may be much smaller
+  -n  the environments are single files, not directories
+  -V  print the engine version and exit
+  -h  print this help
+
+dstpath is a directory (created if missing) that receives data.mdb, or with
+-n the data file itself; it must not hold a data file yet. Without dstpath
+the data file is written to standard output.
+`
 
 func main() { toolutil.Main("lmdb_copy", run) }
 
@@ -62,7 +76,7 @@ func parseArgs(args []string) (*config, bool, error) {
 func run(args []string, stdout, stderr io.Writer) error {
 	c, version, err := parseArgs(args)
 	if err != nil {
-		return err
+		return toolutil.Help(err, stdout)
 	}
 	if version {
 		_, err = fmt.Fprintln(stdout, toolutil.Version())

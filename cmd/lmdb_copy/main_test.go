@@ -170,3 +170,7 @@ func TestCopyUsage(t *testing.T) {
 		t.Error("missing source accepted")
 	}
 }
+
+func TestHelp(t *testing.T) {
+	tooltest.CheckHelp(t, run, "usage: lmdb_copy [-V] [-c] [-n] srcpath [dstpath]", "-c", "-n")
+}

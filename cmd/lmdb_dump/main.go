@@ -26,7 +26,23 @@ import (
 	"github.com/dlmdb/dlmdb-go/lmdb"
 )
 
-const usage = "usage: lmdb_dump [-V] [-f output] [-l] [-n] [-p] [-a|-s name] path"
+const usage = "usage: lmdb_dump [-V] [-f output] [-l] [-n] [-p] [-a|-s name] path" + `
+
+Write the contents of the environment at path in the portable text format
+of LMDB's mdb_dump, readable by lmdb_load and by stock mdb_load.
+
+  -a         dump every named database, one section after another
+  -s name    dump the named database (default: the main, unnamed one)
+  -l         list the names of the named databases instead
+  -p         write printable bytes as themselves and escape the rest as \xx
+             (default: every byte as two hex digits)
+  -f output  write to the file output instead of standard output
+  -n         the environment is a single file, not a directory
+  -V         print the engine version and exit
+  -h         print this help
+
+For the same data the output is byte for byte what stock mdb_dump prints.
+`
 
 func main() { toolutil.Main("lmdb_dump", run) }
 
@@ -72,7 +88,7 @@ func parseArgs(args []string) (*config, bool, error) {
 func run(args []string, stdout, stderr io.Writer) (err error) {
 	c, version, err := parseArgs(args)
 	if err != nil {
-		return err
+		return toolutil.Help(err, stdout)
 	}
 	if version {
 		_, err = fmt.Fprintln(stdout, toolutil.Version())
@@ -111,7 +127,7 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 	prog := toolutil.NewProgress(stderr, "lmdb_dump", "records")
 	defer prog.Done()
 	d := &dumper{w: bw, printable: c.printable, prog: prog}
-	return env.View(func(txn *lmdb.Txn) error {
+	err = env.View(func(txn *lmdb.Txn) error {
 		txn.RawRead = true
 		info, err := env.Info()
 		if err != nil {
@@ -126,15 +142,26 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 			if err != nil {
 				return fmt.Errorf("database %q: %w", c.name, err)
 			}
-			return d.dumpDB(txn, dbi, &c.name)
+			if err := d.dumpDB(txn, dbi, &c.name); err != nil {
+				return fmt.Errorf("database %q: %w", c.name, err)
+			}
+			return nil
 		default:
 			dbi, err := txn.OpenRoot(0)
 			if err != nil {
-				return err
+				return fmt.Errorf("main database: %w", err)
 			}
-			return d.dumpDB(txn, dbi, nil)
+			if err := d.dumpDB(txn, dbi, nil); err != nil {
+				return fmt.Errorf("main database: %w", err)
+			}
+			return nil
 		}
 	})
+	if err != nil {
+		// name the environment (a damaged page says nothing of where)
+		return fmt.Errorf("%s: %w", c.path, err)
+	}
+	return nil
 }
 
 // errNoDatabases is returned by -a/-l on an environment whose main
@@ -147,7 +174,10 @@ func dumpAll(env *lmdb.Env, txn *lmdb.Txn, d *dumper, c *config, stderr io.Write
 			_, err := fmt.Fprintln(d.w, name)
 			return err
 		}
-		return d.dumpDB(txn, dbi, &name)
+		if err := d.dumpDB(txn, dbi, &name); err != nil {
+			return fmt.Errorf("database %q: %w", name, err)
+		}
+		return nil
 	})
 	if err != nil {
 		return err

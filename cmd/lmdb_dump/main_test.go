@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -338,5 +339,44 @@ func TestDumpVersion(t *testing.T) {
 	}
 	if want := lmdb.VersionString() + "\n"; got != want || len(got) < 2 {
 		t.Errorf("-V printed %q, want %q", got, want)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	tooltest.CheckHelp(t, run, "usage: lmdb_dump [-V] [-f output] [-l] [-n] [-p] [-a|-s name] path", "-a", "-s name", "-l", "-p", "-f output", "-n")
+}
+
+func TestNoEnvironment(t *testing.T) {
+	tooltest.CheckNoEnvironment(t, run)
+}
+
+// A data file cut short: the error names the environment and the database
+// whose pages are missing, not only the engine's code.
+func TestDumpTruncatedFileNamesPathAndDB(t *testing.T) {
+	dir := t.TempDir()
+	big := tooltest.DB{Name: "big"}
+	for i := 0; i < 20000; i++ {
+		big.Pairs = append(big.Pairs, tooltest.Pair{
+			Key: fmt.Appendf(nil, "key-%06d", i), Val: bytes.Repeat([]byte{byte(i)}, 40)})
+	}
+	tooltest.Build(t, dir, []tooltest.DB{big})
+	data := tooltest.DataFile(dir)
+	st, err := os.Stat(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(data, st.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	// -s: the named DB's pages are cut off; -a meets the cut while
+	// listing the names (the main DB's root is the last page written)
+	for _, c := range []struct {
+		args []string
+		db   string
+	}{{[]string{"-s", "big", dir}, `database "big"`}, {[]string{"-a", dir}, "main database"}} {
+		_, err := dump(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), c.db) {
+			t.Errorf("%q on a truncated file: %v", c.args, err)
+		}
 	}
 }

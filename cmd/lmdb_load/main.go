@@ -38,7 +38,24 @@ import (
 	"github.com/dlmdb/dlmdb-go/lmdb"
 )
 
-const usage = "usage: lmdb_load [-V] [-a] [-f input] [-n] [-s name] [-N] [-T] path"
+const usage = "usage: lmdb_load [-V] [-a] [-f input] [-n] [-s name] [-N] [-T] path" + `
+
+Read the text format written by lmdb_dump (or by LMDB's mdb_dump) and store
+its records in the environment at path, creating the environment and its
+databases as needed. Everything goes into one write transaction: a
+malformed input is reported with its line number and changes nothing.
+
+  -f input  read the dump from the file input instead of standard input
+  -s name   load every section into the named database
+  -n        the environment is a single file, not a directory
+  -N        do not overwrite existing keys (nor add an existing duplicate)
+  -T        plain text input: no header, lines alternate key and value in
+            the print encoding without a leading space
+  -a        append: the input is already in database order (faster; an
+            out-of-order record is an error)
+  -V        print the engine version and exit
+  -h        print this help
+`
 
 // stdin is where the dump is read from without -f (tests replace it).
 var stdin io.Reader = os.Stdin
@@ -80,7 +97,7 @@ func parseArgs(args []string) (*config, bool, error) {
 func run(args []string, stdout, stderr io.Writer) error {
 	c, version, err := parseArgs(args)
 	if err != nil {
-		return err
+		return toolutil.Help(err, stdout)
 	}
 	if version {
 		_, err = fmt.Fprintln(stdout, toolutil.Version())

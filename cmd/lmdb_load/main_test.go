@@ -323,3 +323,7 @@ func TestLoadCreatesOnlyOnSuccess(t *testing.T) {
 		tooltest.CheckContents(t, target, flags, []tooltest.DB{{Name: "c", Pairs: pairs}})
 	}
 }
+
+func TestHelp(t *testing.T) {
+	tooltest.CheckHelp(t, run, "usage: lmdb_load [-V] [-a] [-f input] [-n] [-s name] [-N] [-T] path", "-f input", "-s name", "-n", "-N", "-T", "-a")
+}

@@ -26,7 +26,23 @@ import (
 	"github.com/dlmdb/dlmdb-go/lmdb"
 )
 
-const usage = "usage: lmdb_stat [-V] [-n] [-e] [-r[r]] [-f[f[f]]] [-a|-s name] path"
+const usage = "usage: lmdb_stat [-V] [-n] [-e] [-r[r]] [-f[f[f]]] [-a|-s name] path" + `
+
+Print status information about the environment at path, in the layout of
+LMDB's mdb_stat. The main database's statistics are always printed, except
+after -r alone.
+
+  -e       environment information (map size, pages used, last transaction,
+           readers)
+  -r       the reader table; -rr also clears stale readers and prints it again
+  -f       free-list totals; -ff adds one line per freeing transaction;
+           -fff also lists the free page numbers
+  -a       statistics of every named database as well
+  -s name  statistics of the named database instead of the main one
+  -n       the environment is a single file, not a directory
+  -V       print the engine version and exit
+  -h       print this help
+`
 
 func main() { toolutil.Main("lmdb_stat", run) }
 
@@ -67,7 +83,7 @@ func parseArgs(args []string) (*config, bool, error) {
 func run(args []string, stdout, stderr io.Writer) (err error) {
 	c, version, err := parseArgs(args)
 	if err != nil {
-		return err
+		return toolutil.Help(err, stdout)
 	}
 	if version {
 		_, err = fmt.Fprintln(stdout, toolutil.Version())

@@ -177,3 +177,11 @@ func TestRuns(t *testing.T) {
 		t.Errorf("runs = %s, want %s", got, want)
 	}
 }
+
+func TestHelp(t *testing.T) {
+	tooltest.CheckHelp(t, run, "usage: lmdb_stat [-V] [-n] [-e] [-r[r]] [-f[f[f]]] [-a|-s name] path", "-e", "-r", "-f", "-a", "-s name", "-n")
+}
+
+func TestNoEnvironment(t *testing.T) {
+	tooltest.CheckNoEnvironment(t, run)
+}

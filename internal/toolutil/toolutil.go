@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,7 +31,34 @@ func (e *UsageError) Error() string {
 	if e.Usage == "" {
 		return e.Msg
 	}
-	return e.Msg + "\n" + e.Usage
+	// the usage line only (a tool's usage text may go on with its help)
+	line, _, more := strings.Cut(e.Usage, "\n")
+	if more {
+		line += " (-h for help)"
+	}
+	return e.Msg + "\n" + line
+}
+
+// HelpRequest is what Parse returns for -h: the tool prints Text (its whole
+// usage text) to standard output and exits with status 0 (see Help).
+type HelpRequest struct{ Text string }
+
+func (h *HelpRequest) Error() string { return "help requested" }
+
+// Help finishes a command line that asked for help: for a HelpRequest it
+// writes the help text to w and returns nil; any other error is returned as
+// it is.
+func Help(err error, w io.Writer) error {
+	var h *HelpRequest
+	if !errors.As(err, &h) {
+		return err
+	}
+	text := h.Text
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	_, werr := io.WriteString(w, text)
+	return werr
 }
 
 // Options is the result of Parse: how often each flag letter was given, the
@@ -58,7 +87,8 @@ func (o *Options) Value(c byte) (string, bool) {
 // letter followed by ':' takes an argument ("af:lnps:V"). Letters may be
 // clustered ("-pa"), an argument may be attached ("-sname") or separate
 // ("-s name"), operands may appear between options, and "--" ends option
-// processing. usage is attached to the errors it returns.
+// processing. usage is attached to the errors it returns; its first line is
+// the usage line, the rest (if any) the help that -h prints (HelpRequest).
 func Parse(spec string, args []string, usage string) (*Options, error) {
 	takesArg := map[byte]bool{}
 	known := map[byte]bool{}
@@ -86,7 +116,7 @@ func Parse(spec string, args []string, usage string) (*Options, error) {
 		for j := 1; j < len(a); j++ {
 			c := a[j]
 			if c == 'h' && !known['h'] {
-				return nil, &UsageError{Msg: "help requested", Usage: usage}
+				return nil, &HelpRequest{Text: usage}
 			}
 			if !known[c] {
 				return nil, &UsageError{Msg: fmt.Sprintf("unknown option -%c", c), Usage: usage}
@@ -135,9 +165,20 @@ func Main(name string, run RunFunc) {
 // Version is the line printed by every tool's -V option.
 func Version() string { return lmdb.VersionString() }
 
-// OpenEnv opens the environment at path with the given flags. maxDBs > 0
-// reserves that many named-database handles.
+// OpenEnv opens the existing environment at path with the given flags.
+// maxDBs > 0 reserves that many named-database handles. A path without a
+// data file is an error that names it, and leaves nothing behind (the
+// engine would create a lock file, or with write access a new environment).
 func OpenEnv(path string, flags uint, maxDBs int) (*lmdb.Env, error) {
+	data := path
+	if flags&lmdb.NoSubdir == 0 {
+		data = filepath.Join(path, "data.mdb")
+	}
+	if st, err := os.Stat(data); err != nil {
+		return nil, fmt.Errorf("%s: no environment here: %w", path, err)
+	} else if st.IsDir() {
+		return nil, fmt.Errorf("%s: no environment here: %s is a directory (use -n only for single-file environments)", path, data)
+	}
 	env, err := lmdb.NewEnv()
 	if err != nil {
 		return nil, err
@@ -309,7 +350,7 @@ func ForEachDB(env *lmdb.Env, txn *lmdb.Txn, warn func(name string, err error), 
 			break
 		}
 		if err != nil {
-			return candidates, err
+			return candidates, fmt.Errorf("main database (listing the named databases): %w", err)
 		}
 		if HasNUL(k) {
 			continue

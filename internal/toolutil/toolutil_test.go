@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -35,7 +36,20 @@ func TestParse(t *testing.T) {
 		t.Errorf("counts f=%d r=%d e=%d", o.Count('f'), o.Count('r'), o.Count('e'))
 	}
 
-	for _, bad := range [][]string{{"-z"}, {"-s"}, {"-ps"}, {"-h"}} {
+	_, err = Parse("ps:", []string{"-p", "-h"}, "usage: x\n\nhelp body")
+	var hr *HelpRequest
+	if !errors.As(err, &hr) || hr.Text != "usage: x\n\nhelp body" {
+		t.Errorf("-h: %v, want a HelpRequest with the usage text", err)
+	}
+	var sb strings.Builder
+	if herr := Help(err, &sb); herr != nil || sb.String() != "usage: x\n\nhelp body\n" {
+		t.Errorf("Help: %v %q", herr, sb.String())
+	}
+	ue := &UsageError{Msg: "bad", Usage: "usage: x\n\nhelp body"}
+	if ue.Error() != "bad\nusage: x (-h for help)" {
+		t.Errorf("usage error text %q", ue.Error())
+	}
+	for _, bad := range [][]string{{"-z"}, {"-s"}, {"-ps"}} {
 		_, err := Parse("ps:", bad, "usage text")
 		var ue *UsageError
 		if !errors.As(err, &ue) {

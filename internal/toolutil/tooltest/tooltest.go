@@ -14,6 +14,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -523,5 +524,56 @@ func CompactCopy(t testing.TB, src, dst string) {
 	defer env.Close()
 	if err := env.CopyFlag(dst, stock.CopyCompact); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// RunFunc is a tool's in-process entry point (toolutil.RunFunc).
+type RunFunc func(args []string, stdout, stderr io.Writer) error
+
+// CheckHelp runs a tool with -h and checks that it succeeds and prints its
+// usage line followed by a line describing each of the given options
+// (such as "-n" or "-s name").
+func CheckHelp(t *testing.T, run RunFunc, usageLine string, options ...string) {
+	t.Helper()
+	var out bytes.Buffer
+	if err := run([]string{"-h"}, &out, io.Discard); err != nil {
+		t.Fatalf("-h: %v", err)
+	}
+	text := out.String()
+	if !strings.HasPrefix(text, usageLine+"\n") {
+		t.Errorf("-h does not start with the usage line %q:\n%s", usageLine, text)
+	}
+	for _, o := range append(options, "-V", "-h") {
+		found := false
+		for _, line := range strings.Split(text, "\n") {
+			f := strings.Fields(line)
+			if len(f) > 1 && strings.HasPrefix(strings.TrimSpace(line), o+" ") {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("-h describes no option %q:\n%s", o, text)
+		}
+	}
+}
+
+// CheckNoEnvironment runs a tool on an empty directory (and, with -n, on a
+// missing file) and checks that it fails naming the path and leaves the
+// directory empty: no lock file, no new environment.
+func CheckNoEnvironment(t *testing.T, run RunFunc, extra ...string) {
+	t.Helper()
+	dir := t.TempDir()
+	err := run(append(append([]string{}, extra...), dir), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), dir) {
+		t.Errorf("empty directory: error %v, want one naming %s", err, dir)
+	}
+	file := filepath.Join(dir, "missing.mdb")
+	err = run(append(append([]string{"-n"}, extra...), file), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), file) {
+		t.Errorf("missing file: error %v, want one naming %s", err, file)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Errorf("the tool left %d entries behind (%v)", len(ents), err)
 	}
 }
