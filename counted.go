@@ -158,23 +158,40 @@ func CountValues(txn *lmdb.Txn, dbi lmdb.DBI, r Range) (uint64, error) {
 	return txn.CountValues(dbi, r.low, r.high, r.Flags())
 }
 
-// Rank returns the position (from 0) of key in dbi, in the database's order
-// with duplicates counted. A nil val asks for the key alone (in a DupSort
-// database: the position of its first value). A non-nil val, even an empty
-// one (the empty value), asks for the pair (key, val): in a DupSort database
-// that value among the key's; in any other the key, only if its value is val
-// byte for byte. An absent key or pair gives an error for which
-// lmdb.IsNotFound is true.
-func Rank(txn *lmdb.Txn, dbi lmdb.DBI, key, val []byte) (uint64, error) {
+// KeyRank returns the position (from 0) of key in dbi, in the database's
+// order with duplicates counted (the inverse of GetRank). A nil val asks for
+// the key alone (in a DupSort database: the position of its first value). A
+// non-nil val, even an empty one (the empty value), asks for the pair (key,
+// val): in a DupSort database that value among the key's; in any other the
+// key, only if its value is val byte for byte. An absent key or pair gives
+// an error for which lmdb.IsNotFound is true. Named as lmdb's Txn.KeyRank
+// and Cursor.KeyRank and DLMDB's mdb_get_key_rank.
+func KeyRank(txn *lmdb.Txn, dbi lmdb.DBI, key, val []byte) (uint64, error) {
 	return txn.KeyRank(dbi, key, val)
 }
 
-// At returns the entry at position rank of dbi (the inverse of Rank). A rank
-// at or past the number of entries gives an error for which lmdb.IsNotFound
-// is true. The results follow txn.RawRead: views into the map when it is
-// set, copies otherwise.
+// GetRank returns the entry at position rank of dbi (the inverse of
+// KeyRank). A rank at or past the number of entries gives an error for
+// which lmdb.IsNotFound is true. The results follow txn.RawRead: views into
+// the map when it is set, copies otherwise. Named as lmdb's Txn.GetRank and
+// Cursor.GetRank and DLMDB's mdb_get_rank.
+func GetRank(txn *lmdb.Txn, dbi lmdb.DBI, rank uint64) (key, val []byte, err error) {
+	return txn.GetRank(dbi, rank)
+}
+
+// Rank is KeyRank, the rank of a key.
+//
+// Deprecated: lmdb's Txn.Rank goes the other way (the entry at a rank); use
+// KeyRank, or GetRank for the entry at a rank.
+func Rank(txn *lmdb.Txn, dbi lmdb.DBI, key, val []byte) (uint64, error) {
+	return KeyRank(txn, dbi, key, val)
+}
+
+// At is GetRank, the entry at a rank.
+//
+// Deprecated: use GetRank, named as in lmdb and the C API.
 func At(txn *lmdb.Txn, dbi lmdb.DBI, rank uint64) (key, val []byte, err error) {
-	return txn.Rank(dbi, rank)
+	return GetRank(txn, dbi, rank)
 }
 
 // Bounds returns the ranks of the entries of dbi in r as the half-open

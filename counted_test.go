@@ -324,27 +324,27 @@ func testCountRankAt(t *testing.T, rng *rand.Rand, extra uint, prefix string) {
 		}
 		for i := 0; i < 200; i++ {
 			j := rng.Intn(len(all))
-			k, v, err := At(txn, dbi, uint64(j))
+			k, v, err := GetRank(txn, dbi, uint64(j))
 			if err != nil || string(k) != all[j].k || string(v) != all[j].v {
 				t.Fatalf("At(%d) = %q %q %v, want %v", j, k, v, err, all[j])
 			}
-			got, err := Rank(txn, dbi, k, v)
+			got, err := KeyRank(txn, dbi, k, v)
 			if err != nil || got != uint64(j) {
 				t.Fatalf("Rank(%q, %q) = %d, %v; want %d", k, v, got, err, j)
 			}
 			firstOfKey := sort.Search(len(all), func(i int) bool { return all[i].k >= all[j].k })
-			got, err = Rank(txn, dbi, k, nil)
+			got, err = KeyRank(txn, dbi, k, nil)
 			if err != nil || got != uint64(firstOfKey) {
 				t.Fatalf("Rank(%q, nil) = %d, %v; want %d", k, got, err, firstOfKey)
 			}
 		}
-		if _, _, err := At(txn, dbi, uint64(len(all))); !lmdb.IsNotFound(err) {
+		if _, _, err := GetRank(txn, dbi, uint64(len(all))); !lmdb.IsNotFound(err) {
 			t.Fatalf("At(past the end): %v, want NotFound", err)
 		}
-		if _, err := Rank(txn, dbi, []byte("nope"), nil); !lmdb.IsNotFound(err) {
+		if _, err := KeyRank(txn, dbi, []byte("nope"), nil); !lmdb.IsNotFound(err) {
 			t.Fatalf("Rank(absent key): %v, want NotFound", err)
 		}
-		if _, err := Rank(txn, dbi, []byte(all[0].k), []byte("absent value")); !lmdb.IsNotFound(err) {
+		if _, err := KeyRank(txn, dbi, []byte(all[0].k), []byte("absent value")); !lmdb.IsNotFound(err) {
 			t.Fatalf("Rank(absent value): %v, want NotFound", err)
 		}
 		return nil
@@ -394,7 +394,7 @@ func TestRankPlainWithValue(t *testing.T) {
 		for i, k := range keys {
 			v := model[k]
 			for _, with := range [][]byte{nil, []byte(v)} {
-				if got, err := Rank(txn, dbi, []byte(k), with); err != nil || got != uint64(i) {
+				if got, err := KeyRank(txn, dbi, []byte(k), with); err != nil || got != uint64(i) {
 					t.Fatalf("Rank(%q, %.20q) = %d, %v; want %d", k, with, got, err, i)
 				}
 			}
@@ -406,12 +406,12 @@ func TestRankPlainWithValue(t *testing.T) {
 				if string(o) == v {
 					continue
 				}
-				if got, err := Rank(txn, dbi, []byte(k), o); !lmdb.IsNotFound(err) {
+				if got, err := KeyRank(txn, dbi, []byte(k), o); !lmdb.IsNotFound(err) {
 					t.Fatalf("Rank(%q, other value %.20q) = %d, %v; want NotFound", k, o, got, err)
 				}
 			}
 		}
-		if _, err := Rank(txn, dbi, []byte("absent"), []byte{}); !lmdb.IsNotFound(err) {
+		if _, err := KeyRank(txn, dbi, []byte("absent"), []byte{}); !lmdb.IsNotFound(err) {
 			t.Fatalf("Rank(absent key, empty value): %v, want NotFound", err)
 		}
 		return nil
@@ -579,8 +579,8 @@ func TestSampleErrors(t *testing.T) {
 			"Count":       func() error { _, err := Count(txn, plain, All()); return err },
 			"CountKeys":   func() error { _, err := CountKeys(txn, plain, All()); return err },
 			"CountValues": func() error { _, err := CountValues(txn, plain, All()); return err },
-			"Rank":        func() error { _, err := Rank(txn, plain, []byte("k1"), nil); return err },
-			"At":          func() error { _, _, err := At(txn, plain, 0); return err },
+			"KeyRank":     func() error { _, err := KeyRank(txn, plain, []byte("k1"), nil); return err },
+			"GetRank":     func() error { _, _, err := GetRank(txn, plain, 0); return err },
 			"Bounds":      func() error { _, _, err := Bounds(txn, plain, AtLeast([]byte("k3"))); return err },
 		} {
 			if err := fn(); !errors.Is(err, lmdb.Incompatible) {
@@ -716,5 +716,32 @@ func TestQuote(t *testing.T) {
 	}
 	if !strings.HasPrefix(GreaterThan([]byte{0x7f}).String(), `("\x7f"`) {
 		t.Fatalf("String of a DEL byte: %s", GreaterThan([]byte{0x7f}))
+	}
+}
+
+// The deprecated spellings keep their old meaning: Rank is the rank of a
+// key (KeyRank), At the entry at a rank (GetRank), and lmdb's Txn.Rank the
+// entry at a rank too.
+func TestDeprecatedRankNames(t *testing.T) {
+	env := countedEnv(t)
+	dbi, _ := fillCounted(t, env, rand.New(rand.NewSource(34)), 50)
+	if err := env.View(func(txn *lmdb.Txn) error {
+		for _, r := range []uint64{0, 17, 49} {
+			k1, v1, err1 := At(txn, dbi, r)
+			k2, v2, err2 := GetRank(txn, dbi, r)
+			k3, v3, err3 := txn.Rank(dbi, r)
+			if err1 != nil || err2 != nil || err3 != nil || string(k1) != string(k2) || string(k1) != string(k3) ||
+				string(v1) != string(v2) || string(v1) != string(v3) {
+				t.Errorf("rank %d: At %q %v, GetRank %q %v, Txn.Rank %q %v", r, k1, err1, k2, err2, k3, err3)
+			}
+			n1, err1 := Rank(txn, dbi, k1, v1) // the pair: a DupSort DB
+			n2, err2 := KeyRank(txn, dbi, k1, v1)
+			if err1 != nil || err2 != nil || n1 != r || n2 != r {
+				t.Errorf("key %q: Rank %d %v, KeyRank %d %v, want %d", k1, n1, err1, n2, err2, r)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

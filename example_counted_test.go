@@ -114,11 +114,11 @@ func Example() {
 		}
 		fmt.Printf("%d tags on %d fruits\n", n, keys)
 
-		r, err := dlmdb.Rank(txn, dbi, []byte("kiwi"), nil)
+		r, err := dlmdb.KeyRank(txn, dbi, []byte("kiwi"), nil)
 		if err != nil {
 			return err
 		}
-		k, v, err := dlmdb.At(txn, dbi, r)
+		k, v, err := dlmdb.GetRank(txn, dbi, r)
 		if err != nil {
 			return err
 		}
@@ -316,16 +316,16 @@ func ExampleRank() {
 	env, dbi, done := openTagsExample()
 	defer done()
 	err := env.View(func(txn *lmdb.Txn) error {
-		first, err := dlmdb.Rank(txn, dbi, []byte("cherry"), nil)
+		first, err := dlmdb.KeyRank(txn, dbi, []byte("cherry"), nil)
 		if err != nil {
 			return err
 		}
-		small, err := dlmdb.Rank(txn, dbi, []byte("cherry"), []byte("small"))
+		small, err := dlmdb.KeyRank(txn, dbi, []byte("cherry"), []byte("small"))
 		if err != nil {
 			return err
 		}
 		fmt.Println("cherry starts at", first, "and cherry=small is at", small)
-		_, err = dlmdb.Rank(txn, dbi, []byte("mango"), nil)
+		_, err = dlmdb.KeyRank(txn, dbi, []byte("mango"), nil)
 		fmt.Println("mango:", lmdb.IsNotFound(err))
 		return nil
 	})
@@ -342,13 +342,13 @@ func ExampleAt() {
 	defer done()
 	err := env.View(func(txn *lmdb.Txn) error {
 		for _, r := range []uint64{0, 5, 10} {
-			k, v, err := dlmdb.At(txn, dbi, r)
+			k, v, err := dlmdb.GetRank(txn, dbi, r)
 			if err != nil {
 				return err
 			}
 			fmt.Printf("%d: %s=%s\n", r, k, v)
 		}
-		_, _, err := dlmdb.At(txn, dbi, 11)
+		_, _, err := dlmdb.GetRank(txn, dbi, 11)
 		fmt.Println("11:", lmdb.IsNotFound(err))
 		return nil
 	})
@@ -374,7 +374,7 @@ func ExampleBounds() {
 		}
 		fmt.Printf("ranks [%d, %d)\n", first, end)
 		for r := first; r < end; r++ {
-			k, v, err := dlmdb.At(txn, dbi, r)
+			k, v, err := dlmdb.GetRank(txn, dbi, r)
 			if err != nil {
 				return err
 			}

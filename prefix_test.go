@@ -212,7 +212,7 @@ func convExpect(t *testing.T, env *lmdb.Env, name string, want []cpair, flags ui
 			}
 			if len(want) > 0 {
 				r := len(want) / 2
-				k, v, err := txn.Rank(dbi, uint64(r))
+				k, v, err := txn.GetRank(dbi, uint64(r))
 				if err != nil || string(k) != want[r].k || string(v) != want[r].v {
 					return fmt.Errorf("Rank(%d) = %q, %q, %v; want %q", r, k, v, err, want[r].k)
 				}

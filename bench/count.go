@@ -362,7 +362,7 @@ func runCount(c *Config) (*Table, error) {
 		rangeName := "range count, unique (baseline: cursor walk, MDB_SET_RANGE + MDB_NEXT)" + lay.suffix
 		rankNames := []string{
 			"rank → entry (baseline: MDB_FIRST + r × MDB_NEXT; counted: Cursor.GetRank)" + lay.suffix,
-			"rank → entry (baseline: MDB_FIRST + r × MDB_NEXT; counted: Txn.Rank)" + lay.suffix,
+			"rank → entry (baseline: MDB_FIRST + r × MDB_NEXT; counted: Txn.GetRank)" + lay.suffix,
 			"key → rank (baseline: walk from MDB_FIRST to the key; counted: Txn.KeyRank)" + lay.suffix,
 		}
 		dupName := "range count, DUPSORT values (baseline: MDB_NEXT_NODUP + Cursor.Count per key)" + lay.suffix
@@ -569,7 +569,7 @@ func rankSides(d *countDB, keys, vals decimalTable, ranks []uint64, naive int) r
 		el := time.Since(t0)
 		return usPer(el, len(ranks)), checkHits("Cursor.GetRank", len(ranks))
 	}}
-	s.txnRank = Side{Name: "Txn.Rank", Measure: func(int) (float64, error) {
+	s.txnRank = Side{Name: "Txn.GetRank", Measure: func(int) (float64, error) {
 		txn, _, err := d.readTxn()
 		if err != nil {
 			return 0, err
@@ -578,7 +578,7 @@ func rankSides(d *countDB, keys, vals decimalTable, ranks []uint64, naive int) r
 		clear(hits)
 		t0 := time.Now()
 		for i, r := range ranks {
-			k, v, err := txn.Rank(d.dbi, r)
+			k, v, err := txn.GetRank(d.dbi, r)
 			if err != nil {
 				return 0, fmt.Errorf("Rank %d: %w", r, err)
 			}
@@ -586,7 +586,7 @@ func rankSides(d *countDB, keys, vals decimalTable, ranks []uint64, naive int) r
 			hits[i] = hit{k, v}
 		}
 		el := time.Since(t0)
-		return usPer(el, len(ranks)), checkHits("Txn.Rank", len(ranks))
+		return usPer(el, len(ranks)), checkHits("Txn.GetRank", len(ranks))
 	}}
 	s.keyWalk = Side{Name: "walk", Measure: func(int) (float64, error) {
 		txn, cur, err := d.readTxn()
@@ -697,7 +697,7 @@ func dupSides(d *countDB, keys decimalTable, ranges []countRange) (walk, counted
 
 // viewKeeper copies keys and values that a timed loop keeps for checking
 // after the timer. Under RawRead a key decoded from a prefix-compressed page
-// (and a Txn.Rank result) lasts only until the next call, so on such layouts
+// (and a Txn.GetRank result) lasts only until the next call, so on such layouts
 // it must be copied at once; buffers are allocated up front, so the copy is
 // a memmove in the timed loop. Off (plain layouts), pair returns its
 // arguments: views into the map stay valid for the transaction.

@@ -179,7 +179,7 @@ func (d *sampleDB) verify() error {
 		return fmt.Errorf("wrong entry count after populate: stat %d, CountAll %d, want %d", st.Entries, all, d.n)
 	}
 	for _, r := range []int{0, d.n / 2, d.n - 1} {
-		k, v, err := txn.Rank(d.dbi, uint64(r))
+		k, v, err := txn.GetRank(d.dbi, uint64(r))
 		if err != nil {
 			return fmt.Errorf("rank %d after populate: %w", r, err)
 		}
@@ -187,7 +187,7 @@ func (d *sampleDB) verify() error {
 			return err
 		}
 	}
-	if _, _, err := txn.Rank(d.dbi, uint64(d.n)); !ourslmdb.IsNotFound(err) {
+	if _, _, err := txn.GetRank(d.dbi, uint64(d.n)); !ourslmdb.IsNotFound(err) {
 		return fmt.Errorf("rank %d past the end: err=%v, want not found", d.n, err)
 	}
 	return nil

@@ -137,13 +137,14 @@ func (txn *Txn) rankPair(r C.dlmdbgo_pair) (key, val []byte) {
 	return mapCopy(r.kdata, r.klen), mapCopy(r.vdata, r.vlen)
 }
 
-// Rank returns the entry at position rank (from 0) of database dbi, in the
-// database's order with duplicates counted. A rank at or past CountAll gives
-// an error for which IsNotFound is true. With RawRead the results point into
-// the map (see Txn.RawRead), otherwise they are copies.
+// GetRank returns the entry at position rank (from 0) of database dbi, in
+// the database's order with duplicates counted (the inverse of KeyRank). A
+// rank at or past CountAll gives an error for which IsNotFound is true. With
+// RawRead the results point into the map (see Txn.RawRead), otherwise they
+// are copies.
 //
 // See mdb_get_rank.
-func (txn *Txn) Rank(dbi DBI, rank uint64) (key, val []byte, err error) {
+func (txn *Txn) GetRank(dbi DBI, rank uint64) (key, val []byte, err error) {
 	if txn.gone() {
 		return nil, nil, ended("mdb_get_rank")
 	}
@@ -158,7 +159,17 @@ func (txn *Txn) Rank(dbi DBI, rank uint64) (key, val []byte, err error) {
 	return key, val, nil
 }
 
-// KeyRank returns the position of key in database dbi. A nil val asks for
+// Rank is GetRank, the entry at a rank.
+//
+// Deprecated: the name says neither direction; use GetRank (the entry at a
+// rank) or KeyRank (the rank of a key), named as Cursor.GetRank and
+// Cursor.KeyRank and the C functions mdb_get_rank and mdb_get_key_rank.
+func (txn *Txn) Rank(dbi DBI, rank uint64) (key, val []byte, err error) {
+	return txn.GetRank(dbi, rank)
+}
+
+// KeyRank returns the position of key in database dbi (the inverse of
+// GetRank). A nil val asks for
 // the key alone (in a DupSort database: the position of its first value). A
 // non-nil val, even an empty one (the empty value), asks for the pair: in a
 // DupSort database that value among the key's, in any other the key only if
@@ -186,7 +197,7 @@ func (txn *Txn) KeyRank(dbi DBI, key, val []byte) (uint64, error) {
 // a DupSort database the cursor lands on that very value, so Get with Next,
 // NextDup or GetCurrent continues from there. The cursor remembers where it
 // is, which makes a series of ascending ranks (sampling, paging) cheaper
-// than separate Txn.Rank calls. A rank at or past the number of entries gives
+// than separate Txn.GetRank calls. A rank at or past the number of entries gives
 // an error for which IsNotFound is true and leaves the cursor where it was.
 // Results follow the transaction's RawRead setting.
 //

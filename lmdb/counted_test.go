@@ -817,7 +817,7 @@ func (r *cntRun) checkRange(txn *Txn, m *cntModel, low, high []byte, flags uint)
 
 func (r *cntRun) checkRank(txn *Txn, m *cntModel, rank int) {
 	r.t.Helper()
-	k, v, err := txn.Rank(r.cdb, uint64(rank))
+	k, v, err := txn.GetRank(r.cdb, uint64(rank))
 	if rank >= len(m.ents) {
 		if !IsNotFound(err) {
 			r.fatalf("Rank(%d) of %d entries = %q %q %v, want NotFound", rank, len(m.ents), k, v, err)
@@ -1577,7 +1577,7 @@ func TestCountedIncompatible(t *testing.T) {
 			_, err2 := txn.CountRange(dbi, nil, nil, 0)
 			_, err3 := txn.CountKeys(dbi, []byte("key001"), nil, CountLowerIncl)
 			_, err4 := txn.CountValues(dbi, nil, []byte("key010"), 0)
-			_, _, err5 := txn.Rank(dbi, 0)
+			_, _, err5 := txn.GetRank(dbi, 0)
 			_, err6 := txn.KeyRank(dbi, []byte("key001"), nil)
 			_, _, err7 := cur.GetRank(0)
 			_, err8 := cur.KeyRank([]byte("key001"), nil)
@@ -1697,7 +1697,7 @@ func TestCountedErrors(t *testing.T) {
 			t.Errorf("CountKeys with flags %#x: %v, want EINVAL", bad, err)
 		}
 	}
-	_, _, err = txn.Rank(counted, 0)
+	_, _, err = txn.GetRank(counted, 0)
 	var op *OpError
 	if !IsNotFound(err) || !errors.As(err, &op) || op.Op != "mdb_get_rank" {
 		t.Errorf("Rank(0) on an empty db: %v, want mdb_get_rank NotFound", err)
@@ -1732,7 +1732,7 @@ func TestCountedErrors(t *testing.T) {
 	if _, err := txn.CountKeys(counted, nil, nil, 0); !errors.Is(err, BadTxn) {
 		t.Errorf("CountKeys after Abort: %v, want BadTxn", err)
 	}
-	if _, _, err := txn.Rank(counted, 0); !errors.Is(err, BadTxn) {
+	if _, _, err := txn.GetRank(counted, 0); !errors.Is(err, BadTxn) {
 		t.Errorf("Rank after Abort: %v, want BadTxn", err)
 	}
 	if _, err := txn.KeyRank(counted, []byte("a"), nil); !errors.Is(err, BadTxn) {
@@ -1745,17 +1745,17 @@ func TestCountedRawRead(t *testing.T) {
 	env, counted, _ := cntEnv(t, 0)
 	fill(t, env, counted, 50)
 	mustView(t, env, func(txn *Txn) error {
-		k1, v1, err := txn.Rank(counted, 7)
+		k1, v1, err := txn.GetRank(counted, 7)
 		if err != nil || string(k1) != "key007" || string(v1) != "val007" {
 			t.Fatalf("Rank(7) = %q %q %v", k1, v1, err)
 		}
 		k1[0], v1[0] = 'X', 'X' // copies: writable, the map is untouched
 		txn.RawRead = true
-		k2, v2, err := txn.Rank(counted, 7)
+		k2, v2, err := txn.GetRank(counted, 7)
 		if err != nil || string(k2) != "key007" || string(v2) != "val007" {
 			t.Fatalf("Rank(7) raw = %q %q %v", k2, v2, err)
 		}
-		k3, _, _ := txn.Rank(counted, 7)
+		k3, _, _ := txn.GetRank(counted, 7)
 		if &k2[0] != &k3[0] {
 			t.Errorf("RawRead Rank does not return views of the map")
 		}
@@ -1814,11 +1814,11 @@ func TestCountedAllocs(t *testing.T) {
 		}
 		txn.RawRead = true
 		var k, v []byte
-		allocs("Rank raw", 0, func() { k, v, err = txn.Rank(counted, 302) })
+		allocs("Rank raw", 0, func() { k, v, err = txn.GetRank(counted, 302) })
 		if err != nil || string(k) != "key100" || string(v) != "val002" {
 			t.Errorf("Rank(302) = %q %q %v", k, v, err)
 		}
-		allocs("Rank past the end", 0, func() { _, _, err2 = txn.Rank(counted, 900) })
+		allocs("Rank past the end", 0, func() { _, _, err2 = txn.GetRank(counted, 900) })
 		cur, err := txn.OpenCursor(counted)
 		if err != nil {
 			return err
@@ -1832,7 +1832,7 @@ func TestCountedAllocs(t *testing.T) {
 			t.Errorf("Cursor.KeyRank = %d, %v; past the end: %v", n, err, err2)
 		}
 		txn.RawRead = false
-		allocs("Rank copy", 2, func() { k, v, err = txn.Rank(counted, 5) })
+		allocs("Rank copy", 2, func() { k, v, err = txn.GetRank(counted, 5) })
 		allocs("Cursor.GetRank copy", 2, func() { k, v, err = cur.GetRank(5) })
 		if err != nil || string(k) != "key001" || string(v) != "val002" {
 			t.Errorf("GetRank(5) = %q %q %v", k, v, err)
@@ -1883,7 +1883,7 @@ func TestCountedCursorRenew(t *testing.T) {
 			if err != nil {
 				t.Fatalf("round %d: GetRank(%d): %v", round, r, err)
 			}
-			want, _, err := txn.Rank(counted, uint64(r))
+			want, _, err := txn.GetRank(counted, uint64(r))
 			if err != nil || string(k) != string(want) {
 				t.Fatalf("round %d: GetRank(%d) = %q, Rank says %q %v", round, r, k, want, err)
 			}
@@ -1947,7 +1947,7 @@ func TestCountedDeepTree(t *testing.T) {
 		}
 		for j := 0; j < 100 && len(live) > 0; j++ {
 			r := rng.Intn(len(live))
-			k, _, err := txn.Rank(counted, uint64(r))
+			k, _, err := txn.GetRank(counted, uint64(r))
 			if err != nil || string(k) != string(key(live[r])) {
 				t.Fatalf("%s: Rank(%d) = %q, %v; want %q", what, r, k, err, key(live[r]))
 			}
@@ -2056,7 +2056,7 @@ func TestCountedSnapshot(t *testing.T) {
 		}
 		all, err1 := txn.CountAll(counted)
 		keys, err2 := txn.CountKeys(counted, nil, nil, 0)
-		k0, _, err3 := txn.Rank(counted, 0)
+		k0, _, err3 := txn.GetRank(counted, 0)
 		r, err4 := txn.KeyRank(counted, kv("key", 250), nil)
 		if err := errors.Join(err1, err2, err3, err4); err != nil {
 			t.Fatal(err)
@@ -2163,7 +2163,7 @@ func FuzzCounted(f *testing.F) {
 					t.Fatalf("KeyRank(%q, %q) = %d, %v; want %d", p.k, p.v, r, err, i)
 				}
 			}
-			if _, _, err := txn.Rank(dbi, uint64(n)); !IsNotFound(err) {
+			if _, _, err := txn.GetRank(dbi, uint64(n)); !IsNotFound(err) {
 				t.Fatalf("Rank(%d) past the end: %v", n, err)
 			}
 			return nil

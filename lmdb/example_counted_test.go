@@ -115,18 +115,18 @@ func ExampleTxn_CountKeys() {
 }
 
 // Rank finds the entry at a position; past the end is NotFound.
-func ExampleTxn_Rank() {
+func ExampleTxn_GetRank() {
 	env, cleanup := newExampleEnv()
 	defer cleanup()
 	dbi := createScores(env)
 
 	err := env.View(func(txn *lmdb.Txn) error {
-		k, v, err := txn.Rank(dbi, 4)
+		k, v, err := txn.GetRank(dbi, 4)
 		if err != nil {
 			return err
 		}
 		fmt.Printf("entry 4: %s %s\n", k, v)
-		_, _, err = txn.Rank(dbi, 7)
+		_, _, err = txn.GetRank(dbi, 7)
 		fmt.Println("entry 7 not found:", lmdb.IsNotFound(err))
 		return nil
 	})

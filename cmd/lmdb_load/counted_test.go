@@ -66,7 +66,7 @@ func TestLoadCountedHeader(t *testing.T) {
 		if err != nil || n != 300 {
 			t.Errorf("CountAll = %d, %v; want 300", n, err)
 		}
-		k, _, err := txn.Rank(ranked, 123)
+		k, _, err := txn.GetRank(ranked, 123)
 		if err != nil || string(k) != "key0123" {
 			t.Errorf("Rank(123) = %q, %v; want key0123", k, err)
 		}

@@ -1628,7 +1628,7 @@ func (x *corruptRun) readCounted(txn *lmdb.Txn, cur *lmdb.Cursor, h dbHandle, se
 		if !x.step() {
 			return
 		}
-		if _, _, err := txn.Rank(h.dbi, r); err != nil && !lmdb.IsNotFound(err) {
+		if _, _, err := txn.GetRank(h.dbi, r); err != nil && !lmdb.IsNotFound(err) {
 			x.lmdbErr("rank", err)
 		}
 		if _, _, err := cur.GetRank(r); err != nil && !lmdb.IsNotFound(err) {
@@ -1761,7 +1761,7 @@ func (x *corruptRun) writeDB(txn *lmdb.Txn, h dbHandle) {
 	if h.flags&lmdb.Counted != 0 {
 		_, err := txn.CountAll(h.dbi)
 		x.lmdbErr("countall in write", err)
-		_, _, err = txn.Rank(h.dbi, 3)
+		_, _, err = txn.GetRank(h.dbi, 3)
 		ok("rank in write", err)
 	}
 }

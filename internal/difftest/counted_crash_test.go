@@ -353,7 +353,7 @@ func ccCompare(txn *dl.Txn, dbi dl.DBI, name string, want map[string]bool) error
 		if r >= n {
 			continue
 		}
-		k, v, err := txn.Rank(dbi, r)
+		k, v, err := txn.GetRank(dbi, r)
 		if err != nil || !bytes.Equal(k, keys[r]) || !bytes.Equal(v, vals[r]) {
 			return fmt.Errorf("Rank(%d) = %q/%s, %v; the scan has %q/%s", r, k, showBytes(v), err, keys[r], showBytes(vals[r]))
 		}

@@ -201,7 +201,7 @@ func countedConsistent(txn *dl.Txn, dbi dl.DBI) error {
 	if n != all {
 		return fmt.Errorf("dbi %d: CountAll %d, a cursor walk sees %d items", dbi, all, n)
 	}
-	if _, _, err := txn.Rank(dbi, all); !dl.IsNotFound(err) {
+	if _, _, err := txn.GetRank(dbi, all); !dl.IsNotFound(err) {
 		return fmt.Errorf("dbi %d: Rank(%d) past the end: %v, want NotFound", dbi, all, err)
 	}
 	if n == 0 {
@@ -221,7 +221,7 @@ func countedConsistent(txn *dl.Txn, dbi dl.DBI) error {
 	}
 	defer rc.Close()
 	for _, r := range samples {
-		k, v, err := txn.Rank(dbi, r)
+		k, v, err := txn.GetRank(dbi, r)
 		if err != nil || string(k) != string(ks[r]) || string(v) != string(vs[r]) {
 			return fmt.Errorf("dbi %d: Rank(%d) = %s/%s, %v; the walk has %s/%s", dbi, r, showBytes(k),
 				showBytes(v), err, showBytes(ks[r]), showBytes(vs[r]))
