@@ -58,13 +58,13 @@ void dlmdb_cursor_save(MDB_cursor *mc)
 	 * and the txn fails as for any corrupt page it meets */
 	if (!dl_pg_is_leaf2(p) && !dl_node_in_page(p, i, mc->c_bound)) {
 		mc->c_flags = 0;
-		mc->c_txn->t_flags |= DL_T_ERROR;
+		dl_txn_fail(mc->c_txn, MDB_CORRUPTED);
 		return;
 	}
 	dlmdb_node_keyval(p, i, &k, kb);
 	if (k.mv_size > DL_MAXKEY) {
 		mc->c_flags = 0;
-		mc->c_txn->t_flags |= DL_T_ERROR;
+		dl_txn_fail(mc->c_txn, MDB_CORRUPTED);
 		return;
 	}
 	memcpy(mc->c_saved, k.mv_data, k.mv_size);

@@ -355,6 +355,7 @@ struct MDB_txn {
 	 * the txn family's top txn, t_intr_own for a top txn itself */
 	int *t_intr;
 	int t_intr_own;
+	int t_err;	/* the code that set DL_T_ERROR (dl_txn_fail), else 0 */
 };
 
 /* cursor flags */
@@ -1199,7 +1200,16 @@ DL_HIDDEN int dlmdb_dbi_adopt(MDB_txn *txn, MDB_dbi dbi);
 DL_HIDDEN int dlmdb_dbrec_lookup(MDB_txn *txn, const char *name, size_t len, dl_dbrec *rec);
 DL_HIDDEN void dlmdb_dbis_finish(MDB_txn *txn, int committed);
 
-#define DL_TXN_FAIL(txn, rc) ((txn)->t_flags |= DL_T_ERROR, (rc))
+/* Fail txn with rc (DL_T_ERROR: only abort remains); the first such code
+ * is kept in t_err, the cause a later MDB_BAD_TXN reports (mdb_txn_cause) */
+static inline int dl_txn_fail(MDB_txn *txn, int rc)
+{
+	if (!(txn->t_flags & DL_T_ERROR))
+		txn->t_err = rc;
+	txn->t_flags |= DL_T_ERROR;
+	return rc;
+}
+#define DL_TXN_FAIL(txn, rc) dl_txn_fail((txn), (rc))
 
 /* internal tree_put flags (above every MDB_* write flag) */
 #define DL_PUT_TREE 0x80000000u	/* node carries DL_N_TREE */

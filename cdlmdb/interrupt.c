@@ -39,6 +39,5 @@ int mdb_txn_set_interrupt(MDB_txn *txn, int on)
 /* The page visit of txn found an interrupt: fail the txn. */
 __attribute__((cold, noinline)) int dlmdb_txn_intr_fail(MDB_txn *txn)
 {
-	txn->t_flags |= DL_T_ERROR;
-	return EINTR;
+	return dl_txn_fail(txn, EINTR);
 }

@@ -282,6 +282,7 @@ typedef int(MDB_msg_func)(const char *msg, void *ctx);
 #define mdb_txn_set_interrupt dlmdb_txn_set_interrupt
 #define mdb_txn_copyfd dlmdb_txn_copyfd
 #define mdb_env_load dlmdb_env_load
+#define mdb_txn_cause dlmdb_txn_cause
 
 /* ---- library ----------------------------------------------------------------- */
 
@@ -614,6 +615,13 @@ int mdb_env_set_interrupt(MDB_env *env, int on);
  *  aborted; a reset read txn may be flagged, a renew clears the flag).
  *  DLMDB-go extension. */
 int mdb_txn_set_interrupt(MDB_txn *txn, int on);
+
+/** The error that failed txn: the code the operation that left txn unable
+ *  to commit (every later operation, and the commit, answer MDB_BAD_TXN)
+ *  returned then, e.g. MDB_MAP_FULL, MDB_CORRUPTED or EINTR; 0 when txn has
+ *  not failed.  Ask before mdb_txn_commit or mdb_txn_abort, which free the
+ *  txn.  DLMDB-go extension. */
+int mdb_txn_cause(MDB_txn *txn);
 
 /* ---- reader table ------------------------------------------------------------------------- */
 

@@ -336,6 +336,7 @@ static int read_begin(MDB_txn *txn)
 	dlmdb_txn_enter(txn);
 	txn_dbis_init(txn);
 	txn->t_flags = DL_T_RDONLY;
+	txn->t_err = 0;
 	return 0;
 }
 
@@ -602,6 +603,11 @@ MDB_env *mdb_txn_env(MDB_txn *txn)
 	return txn ? txn->t_env : NULL;
 }
 
+int mdb_txn_cause(MDB_txn *txn)
+{
+	return txn && (txn->t_flags & DL_T_ERROR) ? txn->t_err : 0;
+}
+
 mdb_size_t mdb_txn_id(MDB_txn *txn)
 {
 	if (!txn)
@@ -822,8 +828,7 @@ static int child_merge(MDB_txn *txn)
 	return 0;
 broken:
 	/* the parent already lost pages it shared with the child */
-	p->t_flags |= DL_T_ERROR;
-	return rc;
+	return dl_txn_fail(p, rc);
 }
 
 /*

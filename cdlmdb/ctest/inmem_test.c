@@ -247,6 +247,10 @@ static void test_mapfull(void)
 			rc = mdb_put(txn, dbi, &k, &v, 0);
 		}
 		if (rc) {
+			/* the put failed the txn and the cause is kept */
+			EXPECT(mdb_txn_cause(txn) == rc);
+			EXPECT_RC(mdb_put(txn, dbi, &(MDB_val){1, "a"}, &(MDB_val){1, "b"}, 0), MDB_BAD_TXN);
+			EXPECT(mdb_txn_cause(txn) == rc);
 			mdb_txn_abort(txn);
 			break;
 		}
@@ -440,10 +444,12 @@ static void test_interrupt_flags(MDB_env *env)
 	EXPECT(n == 0);
 	MDB_val k = {3, "abc"}, v;
 	EXPECT_RC(mdb_get(a, dbi, &k, &v), MDB_BAD_TXN);	/* the txn is failed */
+	EXPECT(mdb_txn_cause(a) == EINTR);
 	MUST(mdb_env_set_interrupt(env, 0));
 	EXPECT_RC(mdb_get(a, dbi, &k, &v), MDB_BAD_TXN);	/* until reset */
 	mdb_txn_reset(a);
 	MUST(mdb_txn_renew(a));
+	EXPECT(mdb_txn_cause(a) == 0);	/* a renewed txn starts afresh */
 	EXPECT_RC(walk(a, dbi, &n), MDB_NOTFOUND);
 	EXPECT(n == 20000);
 	/* one txn's flag: b is stopped, a (and a new txn) are not */
