@@ -17,7 +17,6 @@ int mdb_env_create(MDB_env **envp)
 	env->e_numdbs = DL_CORE_DBS;
 	env->e_pid = getpid();
 	pthread_mutex_init(&env->e_dbimutex, NULL);
-	pthread_mutex_init(&env->e_wlocal, NULL);
 	*envp = env;
 	return 0;
 }
@@ -223,15 +222,8 @@ void mdb_env_close(MDB_env *env)
 {
 	if (!env)
 		return;
-	/*
-	 * Closing with the write txn still open breaks the API contract; end
-	 * the txn here.  If that abort (or an earlier commit/abort) ran on a
-	 * thread other than the one that began the txn, the writer lock is
-	 * stranded on that thread's robust list, and unmapping the lock file
-	 * would leave the list pointing into nothing (its next robust-mutex
-	 * operation writes through it): lock_close then keeps the lock file
-	 * mapped for the rest of the process (lock.c, "The writer lock").
-	 */
+	/* closing with the write txn still open breaks the API contract; end
+	 * the txn here (from any thread: lock.c, "The writer lock") */
 	if (env->e_wtxn)
 		mdb_txn_abort(env->e_wtxn);
 	if (env->e_dbx) {
@@ -249,7 +241,6 @@ void mdb_env_close(MDB_env *env)
 	free(env->e_dirty_spare);
 	free(env->e_txn_spare);
 	pthread_mutex_destroy(&env->e_dbimutex);
-	pthread_mutex_destroy(&env->e_wlocal);
 	free(env->e_path);
 	free(env);
 }

@@ -245,15 +245,19 @@ typedef struct dl_lockhdr {
 	 * succeeds.  Kept when a first opener initialises the file */
 	volatile uint64_t l_failed;
 	uint32_t l_pad[8];
-	pthread_mutex_t l_wmutex __attribute__((aligned(64)));
+	/* the writer lock (lock.c): pid of the process whose write txn runs,
+	 * 0 when none, and how many waiters sleep on it */
+	volatile uint32_t l_wowner __attribute__((aligned(64)));
+	volatile uint32_t l_wwait;
 	pthread_mutex_t l_rmutex __attribute__((aligned(64)));
 } dl_lockhdr;
 
 /* readers choose the meta by l_txnid (meta.c), parked slots can be
- * claimed (lock.c, since "DLK3"), and l_failed hides a failed commit's
- * meta (since "DLK4"): a process of an earlier protocol must not share a
+ * claimed (lock.c, since "DLK3"), l_failed hides a failed commit's meta
+ * (since "DLK4"), and the writer lock is a pid word instead of a thread's
+ * mutex (since "DLK5"): a process of an earlier protocol must not share a
  * live environment with us */
-#define DL_LOCK_FORMAT 0x444c4b34u	/* "DLK4" */
+#define DL_LOCK_FORMAT 0x444c4b35u	/* "DLK5" */
 #define DL_LCK_READERS_OFF 256u
 _Static_assert(sizeof(dl_lockhdr) <= DL_LCK_READERS_OFF, "lock header fits");
 
@@ -447,9 +451,6 @@ struct MDB_env {
 	/* top-level txns of this env currently open (mdb_env_set_mapsize) */
 	int e_live_txns;
 	MDB_txn *e_wtxn;	/* the top-level write txn, if any */
-	/* writer lock stranded by a txn ended on the wrong thread (lock.c):
-	 * 0, or the holder's kernel thread id (-1: not known) */
-	int e_wstrand;
 	/* set (never cleared) when a commit failed at a point where its meta
 	 * may already be in the file (meta.c): every txn begin then answers
 	 * MDB_PANIC until the env is closed and opened again */
@@ -473,7 +474,6 @@ struct MDB_env {
 	pthread_mutex_t e_dbimutex;
 	unsigned e_dbigen;	/* odd while a handle in e_dbx changes (dbi.c): txn begin
 				 * copies the table unlocked if it stayed even and equal */
-	pthread_mutex_t e_wlocal;	/* serialises writers under NOLOCK */
 	void *e_userctx;
 	MDB_assert_func *e_assert;
 	dl_lockhdr e_nolock;	/* stand-in header when MDB_NOLOCK */

@@ -20,6 +20,8 @@
  *    environment.
  */
 #include "internal.h"
+#include <linux/futex.h>
+#include <sys/syscall.h>
 
 static int fcntl_lock(int fd, int cmd, short type, off_t off)
 {
@@ -77,7 +79,7 @@ static int header_init(dl_lockhdr *h, uint64_t failed)
 	int rc;
 	memset(h, 0, sizeof *h);
 	h->l_failed = failed;
-	if ((rc = mutex_setup(&h->l_wmutex)) || (rc = mutex_setup(&h->l_rmutex)))
+	if ((rc = mutex_setup(&h->l_rmutex)))
 		return rc;
 	h->l_txnid = 0;
 	h->l_numreaders = 0;
@@ -188,91 +190,11 @@ static int unpark(MDB_env *env, dl_reader *slot)
 		__ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
-/*
- * The writer lock and the thread that holds it.
- *
- * While a robust mutex is held it is linked into the owner thread's robust
- * list (glibc keeps the links inside the mutex: here, in the lock file), and
- * only the owner may unlock it.  A write txn belongs to the thread that began
- * it; a caller that ends it on another thread (a Go goroutine that moved to
- * another OS thread between begin and commit, a finalizer's abort) gets its
- * commit or abort done, but the unlock fails (EPERM) and the lock stays held
- * by, and linked into, the first thread.  We call such a lock stranded and
- * note its holder in e_wstrand.  Two things follow:
- *
- *  - the lock file must stay mapped while the holder lives: its next lock of
- *    any robust mutex stores through the link into our mapping.  lock_close
- *    then leaves the map and the descriptor alone (the descriptor's shared
- *    lock keeps a later first opener from re-initialising the header under
- *    that link); they are leaked for the rest of the process, deliberately.
- *  - a writer on another thread would wait for an unlock that never comes
- *    (LMDB just deadlocks).  While stranded, dlmdb_wlock asks without
- *    waiting instead: the holder itself is answered EDEADLK by the mutex and
- *    keeps the lock for its new txn, whose end unlocks it properly; if the
- *    holder has exited, the kernel has marked the lock dead and we take it
- *    over; if someone else has it by now, we wait for them as usual;
- *    otherwise the writer fails at once with EDEADLK.  Only this handle
- *    knows: other handles of the same file wait as with LMDB.
- *
- * The normal path pays one relaxed load of e_wstrand.
- */
-
-/* the kernel thread id holding m, or -1 where the C library does not say */
-static int mutex_holder(pthread_mutex_t *m)
-{
-#ifdef __GLIBC__
-	int tid = __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED);
-	return tid ? tid : -1;
-#else
-	(void)m;
-	return -1;
-#endif
-}
-
-#define DL_STRAND_WAIT (-1)	/* strand_take: no longer stranded, wait as usual */
-
-/* Take a stranded writer lock without waiting: 0 (this thread holds it now,
- * the stranding is over), EDEADLK (the stranded holder, another thread,
- * still has it), DL_STRAND_WAIT, or an error of the mutex. */
-static int strand_take(MDB_env *env)
-{
-	pthread_mutex_t *m = &env->e_lck->l_wmutex;
-	int rc = pthread_mutex_trylock(m);
-	if (rc == EDEADLK) {
-		rc = 0;		/* we are the holder: it is ours already */
-	} else if (rc == EOWNERDEAD) {
-		rc = pthread_mutex_consistent(m);	/* the holder exited */
-	} else if (rc == EBUSY) {
-		int was = __atomic_load_n(&env->e_wstrand, __ATOMIC_RELAXED);
-		if (was && (was == -1 || mutex_holder(m) == was))
-			return EDEADLK;
-		rc = DL_STRAND_WAIT;	/* released since; a regular holder now */
-	}
-	if (rc == 0 || rc == DL_STRAND_WAIT)
-		__atomic_store_n(&env->e_wstrand, 0, __ATOMIC_RELAXED);
-	return rc;
-}
-
 void dlmdb_lock_close(MDB_env *env)
 {
 	dl_reader *parked = __atomic_exchange_n(&env->e_rslot_spare, NULL, __ATOMIC_ACQ_REL);
 	if (parked && unpark(env, parked))
 		dlmdb_reader_release(parked);
-	int keep = 0;
-	if (env->e_lck && env->e_lck != &env->e_nolock &&
-	    __atomic_load_n(&env->e_wstrand, __ATOMIC_RELAXED)) {
-		/* settle it if we can (we are the holder, or it is free now);
-		 * else keep the map and the descriptor, see above */
-		int rc = strand_take(env);
-		if (rc == 0)
-			pthread_mutex_unlock(&env->e_lck->l_wmutex);
-		keep = rc != 0 && rc != DL_STRAND_WAIT;
-	}
-	if (keep) {
-		env->e_lck = NULL;
-		env->e_lfd = -1;
-		return;
-	}
 	if (env->e_lck && env->e_lck != &env->e_nolock) {
 		/* other slots with our pid are released by their txns (or, if we
 		 * die, reclaimed by mdb_reader_check) */
@@ -284,27 +206,77 @@ void dlmdb_lock_close(MDB_env *env)
 	env->e_lfd = -1;
 }
 
+/*
+ * The writer lock: one word of the lock header, l_wowner, holding the pid of
+ * the process whose write txn is running (0: none).  It belongs to that
+ * process, not to a thread, so any thread of the process may end the txn
+ * (a goroutine that moved to another OS thread, a finalizer): the commit or
+ * abort clears the word.  Threads of one process and other processes meet
+ * on the same word, taking it with a compare-and-swap and sleeping on it
+ * with a futex (shared: the lock file is mapped by every process, and two
+ * handles of one process map it twice).
+ *
+ * A holder that died leaves its pid in the word.  Every open handle holds a
+ * lock on the byte of the lock file at the offset of its pid (lock_open),
+ * which the kernel drops when the process exits: a waiter that finds nobody
+ * holding the holder's byte takes the word over.  The dead writer never
+ * wrote a meta page (or its commit is complete), so the data needs nothing.
+ * A waiter checks before it sleeps and again at every timeout.
+ *
+ * An in-memory env's header is private: its writers are all ours.  Under
+ * NOLOCK there is no lock at all: the caller serialises writers (LMDB).
+ */
+#define DL_WLOCK_RECHECK_NS 50000000L	/* a sleeping waiter's liveness check: 50 ms */
+
+static long futex(uint32_t *w, int op, uint32_t val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, w, op, val, ts, NULL, 0);
+}
+
+/* Has process pid, holder of the writer lock, exited? */
+static int holder_gone(MDB_env *env, uint32_t pid)
+{
+	if (pid == (uint32_t)env->e_pid || env->e_lfd < 0)
+		return 0;	/* ourselves; an in-memory env has no other process */
+	return fcntl_lock(env->e_lfd, F_GETLK, F_WRLCK, (off_t)pid) == 0;
+}
+
 int dlmdb_wlock(MDB_env *env)
 {
 	if (env->e_flags & MDB_NOLOCK)
 		return 0;
-	if (__builtin_expect(__atomic_load_n(&env->e_wstrand, __ATOMIC_RELAXED) != 0, 0)) {
-		int rc = strand_take(env);
-		if (rc != DL_STRAND_WAIT)
-			return rc;
+	dl_lockhdr *h = env->e_lck;
+	uint32_t me = (uint32_t)env->e_pid;
+	for (;;) {
+		uint32_t cur = 0;
+		if (__atomic_compare_exchange_n(&h->l_wowner, &cur, me, 0, __ATOMIC_SEQ_CST,
+			__ATOMIC_SEQ_CST))
+			return 0;
+		if (holder_gone(env, cur)) {
+			/* take it from the dead holder (only one waiter wins) */
+			if (__atomic_compare_exchange_n(&h->l_wowner, &cur, me, 0, __ATOMIC_SEQ_CST,
+				__ATOMIC_SEQ_CST))
+				return 0;
+			continue;
+		}
+		struct timespec ts = {0, DL_WLOCK_RECHECK_NS};
+		__atomic_add_fetch(&h->l_wwait, 1, __ATOMIC_SEQ_CST);
+		long r = futex((uint32_t *)&h->l_wowner, FUTEX_WAIT, cur, &ts);
+		int err = r ? errno : 0;
+		__atomic_sub_fetch(&h->l_wwait, 1, __ATOMIC_SEQ_CST);
+		if (r && err != EAGAIN && err != EINTR && err != ETIMEDOUT)
+			return err;
 	}
-	return mutex_take(&env->e_lck->l_wmutex);
 }
 
 void dlmdb_wunlock(MDB_env *env)
 {
 	if (env->e_flags & MDB_NOLOCK)
 		return;
-	pthread_mutex_t *m = &env->e_lck->l_wmutex;
-	if (__builtin_expect(pthread_mutex_unlock(m) != 0, 0)) {
-		/* not the holder (EPERM): the txn ended on the wrong thread */
-		__atomic_store_n(&env->e_wstrand, mutex_holder(m), __ATOMIC_RELAXED);
-	}
+	dl_lockhdr *h = env->e_lck;
+	__atomic_store_n(&h->l_wowner, 0, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&h->l_wwait, __ATOMIC_SEQ_CST))
+		futex((uint32_t *)&h->l_wowner, FUTEX_WAKE, 1, NULL);
 }
 
 static inline dl_reader *reader_at(MDB_env *env, unsigned i)

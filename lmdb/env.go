@@ -244,9 +244,10 @@ func (env *Env) View(fn TxnOp) error {
 }
 
 // Update runs fn in a write transaction, committing it when fn returns nil
-// and aborting it otherwise. The goroutine is locked to its OS thread for
-// the duration (use UpdateLocked on a goroutine that is already locked, so
-// the lock is not released early). fn must not hand the Txn to other
+// and aborting it otherwise. As in lmdb-go the goroutine is locked to its
+// OS thread for the duration (use UpdateLocked on a goroutine that is
+// already locked, so the lock is not released early), although this engine
+// does not need it (see BeginTxn). fn must not hand the Txn to other
 // goroutines. Commit, Abort, Reset and Renew panic on the managed Txn.
 //
 // See mdb_txn_begin.
@@ -291,14 +292,12 @@ func (env *Env) managed(flags uint, fn TxnOp) error {
 // Abort (deferring Abort is safe even after Commit). A non-nil parent
 // starts a nested write transaction; Readonly in flags starts a reader.
 //
-// BeginTxn does not lock the OS thread. For a write transaction the caller
-// must already have called runtime.LockOSThread, and must use the Txn from
-// that goroutine only. Env.View and Env.Update are usually the better
-// choice. A write transaction ended on another OS thread still commits or
-// aborts, but the writer lock stays with the thread that began it: until
-// that thread begins (and ends) a write transaction again, or exits,
-// BeginTxn for a write transaction on this Env fails with EDEADLK (stock
-// LMDB waits forever instead).
+// BeginTxn does not lock the OS thread, and unlike stock LMDB (and
+// lmdb-go) this engine does not need it to: the writer lock belongs to the
+// process, so a write transaction may be committed or aborted on any OS
+// thread (a goroutine that moved, a finalizer), and the next writer of this
+// or another process goes on. A Txn must still be used by one goroutine at
+// a time. Env.View and Env.Update are usually the better choice.
 //
 // An unterminated Txn that becomes unreachable is aborted by a finalizer,
 // which reports it through the standard logger unless Pooled is set: the

@@ -1,30 +1,16 @@
 /*
- * wrongthread_test.c - a write transaction ended on a thread that did not
- * begin it.
+ * wrongthread_test.c - write transactions ended on a thread that did not
+ * begin them, and writers of other processes.
  *
- * The writer lock is a robust pthread mutex.  While it is held, glibc links
- * it into the locking thread's robust list (the links live inside the mutex,
- * that is inside the mapped lock file), and only that thread may unlock it.
- * When another thread commits or aborts the txn, the unlock fails with EPERM:
- * the mutex stays held and stays on the owner's list.  If the env were then
- * closed and its lock file unmapped, the owner's next lock of any robust
- * mutex would store through the stale list head into unmapped memory.  (This
- * is how a Go program crashes when a goroutine moves to another OS thread
- * between BeginTxn and Commit.)
+ * The writer lock belongs to a process, not to a thread (lock.c, "The
+ * writer lock"): a commit or abort on any thread ends the txn and frees the
+ * lock, so the next writer on any thread of this or another process goes
+ * on; a holder process that is killed leaves the lock to the next writer.
+ * (A Go goroutine may move to another OS thread between BeginTxn and
+ * Commit, and a finalizer aborts on a thread of its own.)
  *
  * Every case runs in a forked child, so a crash fails that case instead of
  * the whole program, and a watchdog alarm turns a hang into a failure.
- *
- * What the engine promises here (lock.c, dlmdb_wlock/dlmdb_wunlock):
- *  - ending the txn on the wrong thread still ends it: a commit is durable
- *    and returns success, an abort discards the changes;
- *  - the env remembers that its writer lock is stranded on the owner thread;
- *    closing it then keeps the lock file mapped (and open) for the rest of
- *    the process, so nothing crashes;
- *  - while stranded, a write txn on that env from a thread other than the
- *    owner fails at once with EDEADLK instead of blocking forever; the owner
- *    thread itself takes the lock over and continues normally; once the owner
- *    thread has exited, the next writer recovers the lock.
  */
 #include "testutil.h"
 #include <pthread.h>
@@ -125,7 +111,7 @@ static struct {
 	MDB_txn *txn;		/* begun by the owner */
 	int close_a_here;	/* the owner (not main) closes a */
 	int exit_early;		/* the owner exits right after handing over */
-	int adopt;		/* the owner writes to a again while stranded */
+	int adopt;		/* the owner writes to a again after main ended its txn */
 	int rc_begin, rc_b, rc_adopt;
 } W;
 
@@ -148,8 +134,7 @@ static void *owner_main(void *arg)
 		mdb_env_close(W.a);
 		W.a = NULL;
 	}
-	/* locks b's writer mutex: a robust-list insert on this thread, which
-	 * stores into the list's previous head */
+	/* a write txn of another env on this thread */
 	W.rc_b = wt_write(W.b, "b-key", "b-value");
 	return NULL;
 }
@@ -209,16 +194,14 @@ static void case_end_then_close(const char *name, int how)
 	MDB_env *a2 = wt_reopen_a(name);
 	EXPECT_RC(wt_lookup(a2, "base", "base-value"), 0);
 	EXPECT_RC(wt_lookup(a2, "stray", "value-from-owner"), how == END_COMMIT ? 0 : MDB_NOTFOUND);
-	/* the owner thread has exited, which released its robust mutexes:
-	 * writers get the lock again */
+	/* whoever ended the txn, writers get the lock again */
 	EXPECT_RC(wt_write(a2, "after", "owner-gone"), 0);
 	EXPECT_RC(wt_lookup(a2, "after", "owner-gone"), 0);
 	mdb_env_close(a2);
 	mdb_env_close(W.b);
 }
 
-/* The txn ends on main; the owner closes a itself (it holds the stranded
- * lock, so closing can release it), then writes to b. */
+/* The txn ends on main; the owner closes a itself, then writes to b. */
 static void case_owner_closes(const char *name)
 {
 	wt_setup(name);
@@ -253,26 +236,44 @@ static void case_close_live_txn(const char *name)
 	mdb_env_close(W.b);
 }
 
-/* The error behaviour while the lock is stranded: another thread's write
- * txn fails at once with EDEADLK; the owner takes the lock over, and after
- * its txn ends properly everyone can write again. */
-static void case_stranded_errors(const char *name)
+/* A write txn of another process, after this one's txns ended on the
+ * wrong thread: it neither waits nor fails. */
+static int other_process_write(const char *name, const char *k, const char *v)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		return errno;
+	if (pid == 0) {
+		MDB_env *env = wt_reopen_a(name);
+		int rc = wt_write(env, k, v);
+		mdb_env_close(env);
+		_exit(rc ? 1 : 0);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : MDB_PROBLEM;
+}
+
+/* The txn ends on main; right after, main and then the owner begin and
+ * commit write txns of their own, another process writes too, and
+ * everything committed is there. */
+static void case_any_thread(const char *name)
 {
 	wt_setup(name);
 	W.adopt = 1;
 	pthread_t t = owner_start();
 	mdb_txn_abort(W.txn);
-	MDB_txn *txn = NULL;
-	EXPECT_RC(mdb_txn_begin(W.a, NULL, 0, &txn), EDEADLK);
-	EXPECT(txn == NULL);
+	EXPECT_RC(wt_write(W.a, "main", "writes-again"), 0);
 	/* readers are not affected */
 	EXPECT_RC(wt_lookup(W.a, "base", "base-value"), 0);
 	step_to(2);
 	step_wait(3);
 	EXPECT_RC(W.rc_adopt, 0);
-	/* the owner's own txn ended on its thread: the lock is free again */
-	EXPECT_RC(wt_write(W.a, "main", "writes-again"), 0);
+	EXPECT_RC(other_process_write(name, "other", "process"), 0);
+	EXPECT_RC(wt_write(W.a, "main2", "again"), 0);
 	EXPECT_RC(wt_lookup(W.a, "adopted", "by-owner"), 0);
+	EXPECT_RC(wt_lookup(W.a, "other", "process"), 0);
 	EXPECT_RC(wt_lookup(W.a, "stray", "value-from-owner"), MDB_NOTFOUND);
 	step_to(4);
 	pthread_join(t, NULL);
@@ -280,13 +281,48 @@ static void case_stranded_errors(const char *name)
 	mdb_env_close(W.a);
 	MDB_env *a2 = wt_reopen_a(name);
 	EXPECT_RC(wt_lookup(a2, "main", "writes-again"), 0);
+	EXPECT_RC(wt_lookup(a2, "main2", "again"), 0);
 	EXPECT_RC(wt_lookup(a2, "adopted", "by-owner"), 0);
 	mdb_env_close(a2);
 	mdb_env_close(W.b);
 }
 
-/* The owner thread exits while holding the stranded lock: the next writer
- * on the same handle recovers it (robust mutex), and close unmaps as usual. */
+/* Another process holds the writer lock and is killed: our next write txn
+ * takes the lock over, and the dead writer's changes are not there. */
+static void case_killed_holder(const char *name)
+{
+	wt_setup(name);
+	int fds[2];
+	MUST(pipe(fds) ? errno : 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		MDB_env *env = wt_reopen_a(name);
+		MDB_txn *txn;
+		if (mdb_txn_begin(env, NULL, 0, &txn) || wt_put(txn, "dead", "writer"))
+			_exit(1);
+		char c = 1;
+		if (write(fds[1], &c, 1) != 1)
+			_exit(1);
+		pause();	/* killed here, holding the lock */
+		_exit(1);
+	}
+	close(fds[1]);
+	char c = 0;
+	EXPECT(read(fds[0], &c, 1) == 1 && c == 1);
+	close(fds[0]);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	EXPECT_RC(wt_write(W.a, "after", "kill"), 0);
+	EXPECT_RC(wt_lookup(W.a, "after", "kill"), 0);
+	EXPECT_RC(wt_lookup(W.a, "dead", "writer"), MDB_NOTFOUND);
+	mdb_env_close(W.a);
+	mdb_env_close(W.b);
+}
+
+/* The owner thread exits after main ended its txn: writers go on, and close
+ * unmaps as usual. */
 static void case_owner_exits(const char *name)
 {
 	wt_setup(name);
@@ -305,10 +341,9 @@ static void case_owner_exits(const char *name)
 	mdb_env_close(W.b);
 }
 
-/* The holder exits, then another handle of the same file in this process
- * recovers the lock and holds it for a txn: a writer on the first handle
- * must now wait for that regular holder, not fail with EDEADLK.  (Whether
- * it reaches the lock while the other txn is still open depends on
+/* Another handle of the same file in this process holds the lock for a
+ * txn: a writer on the first handle waits for it and then succeeds.
+ * (Whether it reaches the lock while the other txn is still open depends on
  * scheduling; either way its txn must succeed.) */
 static MDB_env *nh_env;
 static int nh_rc_hold, nh_rc_wait;
@@ -369,7 +404,8 @@ struct wt_case {
 
 static void run_owner_closes(const char *n, int how) { (void)how; case_owner_closes(n); }
 static void run_close_live(const char *n, int how) { (void)how; case_close_live_txn(n); }
-static void run_stranded(const char *n, int how) { (void)how; case_stranded_errors(n); }
+static void run_any_thread(const char *n, int how) { (void)how; case_any_thread(n); }
+static void run_killed_holder(const char *n, int how) { (void)how; case_killed_holder(n); }
 static void run_owner_exits(const char *n, int how) { (void)how; case_owner_exits(n); }
 static void run_new_holder(const char *n, int how) { (void)how; case_new_holder(n); }
 
@@ -380,7 +416,8 @@ int main(void)
 		{"commit_close", case_end_then_close, END_COMMIT},
 		{"owner_closes", run_owner_closes, 0},
 		{"close_live", run_close_live, 0},
-		{"stranded", run_stranded, 0},
+		{"any_thread", run_any_thread, 0},
+		{"killed_holder", run_killed_holder, 0},
 		{"owner_exits", run_owner_exits, 0},
 		{"new_holder", run_new_holder, 0},
 	};
