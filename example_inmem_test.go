@@ -165,7 +165,8 @@ func ExampleView() {
 	defer cancel()
 	err = dlmdb.View(ctx, env, func(txn *lmdb.Txn) error {
 		time.AfterFunc(10*time.Millisecond, cancel) // a user gives up
-		for {                                       // an endless job, such as repeated counts
+		// an endless job, such as repeated counts
+		for {
 			if _, err := dlmdb.Count(txn, dbi, dlmdb.AtLeast([]byte("n00500"))); err != nil {
 				return err
 			}
