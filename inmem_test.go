@@ -169,8 +169,9 @@ var icases = []icase{
 		}
 		defer cur.Close()
 		for {
-			for i := 0; ; i++ {
-				k, v, err := cur.Get(nil, nil, lmdb.Next)
+			op := uint(lmdb.First) // each pass starts over (at the end Next stays there)
+			for i := 0; ; i, op = i+1, lmdb.Next {
+				k, v, err := cur.Get(nil, nil, op)
 				if lmdb.IsNotFound(err) {
 					if i != len(m.keys) {
 						return fmt.Errorf("walk saw %d pairs, model has %d", i, len(m.keys))
@@ -414,11 +415,17 @@ func TestInterruptSignal(t *testing.T) {
 			t.Fatal(err)
 		}
 		delay := randomDelay(rng)
+		killed := make(chan error, 1)
 		go func() {
 			time.Sleep(delay)
-			syscall.Kill(os.Getpid(), syscall.SIGUSR1)
+			killed <- syscall.Kill(os.Getpid(), syscall.SIGUSR1)
 		}()
 		opErr := c.run(txn, dbi, m, rng)
+		// the signal is sent and handled before anything can fail (after
+		// signal.Stop a SIGUSR1 would end the process)
+		if err := <-killed; err != nil {
+			t.Fatal(err)
+		}
 		if err := <-handled; err != nil {
 			t.Fatal(err)
 		}
@@ -453,6 +460,9 @@ func TestCancelOneTxn(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	// the goroutines end before the env closes, even when the test fails
+	shutdown := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	t.Cleanup(shutdown)
 	errs := make(chan error, 16)
 	for r := 0; r < 3; r++ {
 		wg.Add(1)
@@ -546,8 +556,7 @@ func TestCancelOneTxn(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, syscall.EINTR) {
 		t.Fatalf("cancelled Update: %v", err)
 	}
-	close(stop)
-	wg.Wait()
+	shutdown()
 	close(errs)
 	for err := range errs {
 		t.Fatalf("a concurrent txn failed: %v", err)
@@ -678,26 +687,42 @@ type failWriter struct{ err error }
 
 func (w failWriter) Write([]byte) (int, error) { return 0, w.err }
 
-// TestCopyContextInterrupted: a copy into a slow reader is stopped by its
-// context with EINTR.
+// TestCopyContextInterrupted: a copy is stopped by its context with EINTR.
+// The writer cancels the context well into the copy and then slows down, so
+// that the context's AfterFunc gets to run before the copy is complete;
+// should the copy still win the race, the result must say so (the context's
+// error without EINTR) and the attempt is repeated.
 func TestCopyContextInterrupted(t *testing.T) {
 	seed := countedSeed(t)
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewSource(seed))
 	env, _, _ := interruptFixture(t, rng, true)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	got := 0
-	w := writerFunc(func(p []byte) (int, error) {
-		got += len(p)
-		if got > 64<<10 {
-			cancel() // well into the copy
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		got := 0
+		w := writerFunc(func(p []byte) (int, error) {
+			got += len(p)
+			if got > 64<<10 {
+				cancel()
+				time.Sleep(100 * time.Microsecond)
+			}
+			return len(p), nil
+		})
+		err := CopyContext(ctx, env, w, 0)
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("CopyContext cancelled midway: %v", err)
 		}
-		return len(p), nil
-	})
-	err := CopyContext(ctx, env, w, 0)
-	if !errors.Is(err, context.Canceled) || !errors.Is(err, syscall.EINTR) {
-		t.Fatalf("CopyContext cancelled midway: %v", err)
+		if errors.Is(err, syscall.EINTR) {
+			break
+		}
+		var ie *InterruptedError
+		if !errors.As(err, &ie) || ie.Err != nil {
+			t.Fatalf("CopyContext cancelled midway: %v", err)
+		}
+		if attempt == 20 {
+			t.Fatalf("20 copies all completed after their context was cancelled")
+		}
 	}
 	if err := env.Check(); err != nil {
 		t.Fatal(err)
@@ -1011,6 +1036,8 @@ func TestInMemoryConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	finished := make(chan struct{})
+	shutdown := sync.OnceFunc(func() { close(finished); wg.Wait() })
+	t.Cleanup(shutdown) // before the env closes, even when the test fails
 	for r := 0; r < 4; r++ {
 		wg.Add(1)
 		go func() {
@@ -1062,8 +1089,7 @@ func TestInMemoryConcurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	close(finished)
-	wg.Wait()
+	shutdown()
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
