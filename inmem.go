@@ -323,7 +323,8 @@ func RunTxn(ctx context.Context, env *lmdb.Env, flags uint, fn lmdb.TxnOp) error
 // transaction that ctx can interrupt: when ctx is done the copy stops
 // within one page and CopyContext returns an *InterruptedError (which
 // matches both the context's error and syscall.EINTR). An *os.File is
-// written directly; any other writer is fed through a pipe. When w fails,
+// written directly (through its descriptor, which os.File.Fd puts in
+// blocking mode); any other writer is fed through a pipe. When w fails,
 // the copy is stopped and w's error returned. What was written before an
 // error is an incomplete file.
 func CopyContext(ctx context.Context, env *lmdb.Env, w io.Writer, flags uint) error {

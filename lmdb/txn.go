@@ -246,11 +246,13 @@ func (txn *Txn) abort() {
 const txnEnded = 1 << 30
 
 // forget drops the C handle before the engine frees it. Marking the Txn
-// ended is one atomic operation; only when a SetInterrupt call is inside
-// the engine at that moment does it wait for that call to leave, so the C
-// txn is never flagged after it was freed.
+// ended is one atomic add (forget runs once per Txn: commit and abort
+// return early once the handle is gone); only when a SetInterrupt call is
+// inside the engine at that moment does it wait for that call to leave, so
+// the C txn is never flagged after it was freed (or reused: the engine
+// keeps an ended txn's struct for the next one).
 func (txn *Txn) forget() {
-	if txn.state.Or(txnEnded)&^txnEnded != 0 {
+	if txn.state.Add(txnEnded)&^txnEnded != 0 {
 		txn.waitInterrupters()
 	}
 	txn.handle = nil
