@@ -681,6 +681,17 @@ func TestContextHelpers(t *testing.T) {
 	if err := CopyContext(cctx, env, io.Discard, 0); !errors.Is(err, context.Canceled) {
 		t.Fatalf("CopyContext on a cancelled context: %v", err)
 	}
+	// a cancelled Persist leaves nothing behind
+	pdir := t.TempDir()
+	if err := PersistContext(cctx, env, pdir, true); !errors.Is(err, context.Canceled) {
+		t.Fatalf("PersistContext on a cancelled context: %v", err)
+	}
+	if names := dirNames(t, pdir); len(names) != 0 {
+		t.Fatalf("a cancelled Persist left %v", names)
+	}
+	if err := Persist(env, filepath.Join(pdir, "missing"), true); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Persist into a missing directory: %v", err)
+	}
 }
 
 type failWriter struct{ err error }

@@ -284,7 +284,8 @@ func (txn *Txn) waitInterrupters() {
 // renews the transaction (or its finalizer runs): the end of the
 // transaction waits for a call in progress. Once the transaction has ended
 // SetInterrupt does nothing and returns nil, so a timer or a
-// context.AfterFunc may fire late without harm. On a nested transaction
+// context.AfterFunc may fire late without harm (on a transaction left
+// running when its Env was closed it returns EINVAL). On a nested transaction
 // it flags the whole family (the top transaction and all nested ones).
 //
 // See mdb_txn_set_interrupt.
