@@ -493,3 +493,30 @@ func TestCopyFDInterrupted(t *testing.T) {
 	}
 	sameMap(t, "after interrupted copy", pairsOf(t, env, "a"), want)
 }
+
+// TestSetInterruptAfterEnvClose: a Txn left running when its Env was closed
+// (a caller bug) is not touched: SetInterrupt answers EINVAL.
+func TestSetInterruptAfterEnvClose(t *testing.T) {
+	env, err := NewEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Open("", InMemory, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	txn, err := env.BeginTxn(nil, Readonly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.SetInterrupt(true); err != nil {
+		t.Fatalf("SetInterrupt on a live txn: %v", err)
+	}
+	env.Close()
+	if err := txn.SetInterrupt(false); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("SetInterrupt after Env.Close: %v, want EINVAL", err)
+	}
+	txn.Abort()
+	if err := txn.SetInterrupt(false); err != nil {
+		t.Fatalf("SetInterrupt after Abort: %v, want nil", err)
+	}
+}
