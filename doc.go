@@ -34,4 +34,19 @@
 // which errors.Is(err, lmdb.Incompatible) holds. Errors otherwise carry the
 // engine's codes exactly as package lmdb reports them (*lmdb.OpError, with
 // errors.Is(err, lmdb.NotFound) and friends working).
+//
+// # In-memory environments and interruption
+//
+// OpenInMemory opens an environment that lives in process memory only (no
+// data or lock file); Persist writes any environment to a directory as an
+// ordinary data.mdb, crash-safely and never over an existing one, and
+// LoadInMemory reads a data file back into a new in-memory environment.
+//
+// View, Update and RunTxn run a transaction that a context.Context can stop:
+// when the context is done, the work in progress fails at its next page
+// visit with EINTR (lmdb.Txn.SetInterrupt) and the transaction is aborted,
+// never committed; the error matches both the context's error and
+// syscall.EINTR. CopyContext copies an environment to any io.Writer under
+// the same rule. lmdb.Env.SetInterrupt stops every transaction of an
+// environment at once, for instance from an os/signal handler goroutine.
 package dlmdb

@@ -147,6 +147,58 @@ func (env *Env) Open(path string, flags uint, mode os.FileMode) error {
 	return check("mdb_env_open", rc)
 }
 
+// Load opens env, created by NewEnv and not opened yet, as an InMemory
+// environment that holds a compacted copy of the snapshot src sees. src must
+// be a live read-only transaction; its environment may be a file env (a
+// file loaded into memory) or another in-memory one (a clone). flags are
+// Open flags (InMemory and NoTLS are added; Readonly and FixedMap are
+// refused). The settings made before Load (SetMaxDBs, SetMaxReaders,
+// SetMapSize) apply; the map is at least as large as that of src's
+// environment. src is left as it was and must still be ended by its owner.
+// The copy follows src's interrupt (Txn.SetInterrupt). When Load fails the
+// Env cannot be opened again; Close it.
+//
+// See mdb_env_load.
+func (env *Env) Load(src *Txn, flags uint) error {
+	if env.handle == nil || env.opened || src == nil {
+		return invalid("mdb_env_load")
+	}
+	if src.gone() {
+		return ended("mdb_env_load")
+	}
+	src.env.life.RLock()
+	defer src.env.life.RUnlock()
+	if src.env.handle == nil {
+		return ended("mdb_env_load")
+	}
+	rc := C.mdb_env_load(env.handle, src.handle, C.uint(flags|InMemory|NoTLS), 0o644)
+	env.opened = rc == 0
+	return check("mdb_env_load", rc)
+}
+
+// SetInterrupt asks the engine to stop every transaction of the
+// environment (on true), or stops asking (on false). While the flag is set,
+// each operation that reaches another page fails with an error for which
+// errors.Is(err, syscall.EINTR) holds and marks its transaction failed (see
+// Txn.SetInterrupt for what that means); transactions begun while it is set
+// fail at their first page too, so clear it before starting new work.
+// Committed data is never damaged: a write transaction stopped this way is
+// simply aborted.
+//
+// SetInterrupt may be called from any goroutine, for instance one that
+// receives os/signal notifications. The engine's flag is a single atomic
+// store, safe even in a C signal handler.
+//
+// See mdb_env_set_interrupt.
+func (env *Env) SetInterrupt(on bool) error {
+	env.life.RLock()
+	defer env.life.RUnlock()
+	if env.handle == nil {
+		return invalid("mdb_env_set_interrupt")
+	}
+	return check("mdb_env_set_interrupt", C.mdb_env_set_interrupt(env.handle, cflag(on)))
+}
+
 // SetMapSize sets the size of the memory map, which bounds the size of the
 // database. On an open environment it may only be called while this process
 // has no transaction running; a size of 0 keeps the current size (useful
@@ -399,7 +451,9 @@ func (env *Env) Path() (string, error) {
 }
 
 // FD returns the file descriptor of the data file, or an error when the
-// environment is not open.
+// environment is not open. An InMemory environment has no file: FD returns
+// an error saying so (use Copy, CopyFD or Txn.CopyFD to write its contents
+// to a file).
 //
 // See mdb_env_get_fd.
 func (env *Env) FD() (uintptr, error) {
@@ -409,7 +463,10 @@ func (env *Env) FD() (uintptr, error) {
 	switch r := C.dlmdbgo_env_fd(env.handle); {
 	case r.rc != 0:
 		return 0, codeError("mdb_env_get_fd", r.rc)
-	case int64(r.n) < 0: // the engine reports -1 before Open
+	case int64(r.n) < 0: // -1: before Open, or an in-memory env
+		if f := C.dlmdbgo_env_flags(env.handle); f.rc == 0 && f.n&InMemory != 0 {
+			return 0, errNoFile
+		}
 		return 0, errEnvNotOpen
 	default:
 		return uintptr(r.n), nil

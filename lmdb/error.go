@@ -181,4 +181,5 @@ var (
 	errEnvNotOpen = errors.New("lmdb: environment is not open")
 	errEnvClosed  = errors.New("lmdb: environment is already closed")
 	errNegative   = errors.New("lmdb: size must not be negative")
+	errNoFile     = errors.New("lmdb: an in-memory environment has no data file")
 )

@@ -19,6 +19,7 @@ import "C"
 import (
 	"log"
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -69,6 +70,12 @@ type Txn struct {
 	inFn bool
 	// idKnown: id holds the cached ID (it only changes on Renew/Reset).
 	idKnown bool
+
+	// state lets SetInterrupt run on any goroutine while the owner ends
+	// the transaction: txnEnded once the C txn is (about to be) freed,
+	// plus the number of SetInterrupt calls currently inside the engine.
+	// It fits in the padding after the flags.
+	state atomic.Int32
 
 	handle *C.MDB_txn
 	env    *Env
@@ -234,11 +241,94 @@ func (txn *Txn) abort() {
 	env.life.RUnlock()
 }
 
-// forget drops the C handle after the engine has freed it.
+// txnEnded is the bit of Txn.state set when the transaction ends; the bits
+// below it count SetInterrupt calls in progress.
+const txnEnded = 1 << 30
+
+// forget drops the C handle before the engine frees it. Marking the Txn
+// ended is one atomic add (forget runs once per Txn: commit and abort
+// return early once the handle is gone); only when a SetInterrupt call is
+// inside the engine at that moment does it wait for that call to leave, so
+// the C txn is never flagged after it was freed (or reused: the engine
+// keeps an ended txn's struct for the next one).
 func (txn *Txn) forget() {
+	if txn.state.Add(txnEnded)&^txnEnded != 0 {
+		txn.waitInterrupters()
+	}
 	txn.handle = nil
 	txn.idKnown = false
 	txn.id = 0
+}
+
+// waitInterrupters waits until no SetInterrupt call is inside the engine.
+// Those calls only store a flag, so the wait is short.
+func (txn *Txn) waitInterrupters() {
+	for txn.state.Load()&^txnEnded != 0 {
+		runtime.Gosched()
+	}
+}
+
+// SetInterrupt asks the engine to stop the transaction (on true), or stops
+// asking (on false). While the flag is set, every operation of the
+// transaction and of its nested transactions that reaches another page (a
+// search step, a cursor move onto the next leaf, a page of a copy) fails
+// with an error for which errors.Is(err, syscall.EINTR) holds, and the
+// transaction is marked failed: later operations and Commit fail with
+// BadTxn. A failed write transaction must be aborted, its changes are lost;
+// a read-only one may be aborted, or Reset and renewed (Renew clears the
+// flag). Other transactions of the environment are not affected; see
+// Env.SetInterrupt for those.
+//
+// Unlike the other methods of Txn, SetInterrupt may be called from any
+// goroutine at any time, also while the owner commits, aborts, resets or
+// renews the transaction (or its finalizer runs): the end of the
+// transaction waits for a call in progress. Once the transaction has ended
+// SetInterrupt does nothing and returns nil, so a timer or a
+// context.AfterFunc may fire late without harm (on a transaction left
+// running when its Env was closed it returns EINVAL). On a nested transaction
+// it flags the whole family (the top transaction and all nested ones).
+//
+// See mdb_txn_set_interrupt.
+func (txn *Txn) SetInterrupt(on bool) error {
+	if txn.state.Add(1)&txnEnded != 0 {
+		txn.state.Add(-1)
+		return nil
+	}
+	// Not ended, and the owner cannot free the C txn until the counter
+	// drops: txn.handle is stable here.
+	env := txn.env
+	env.life.RLock()
+	rc := C.int(C.EINVAL)
+	if env.handle != nil {
+		rc = C.mdb_txn_set_interrupt(txn.handle, cflag(on))
+	}
+	env.life.RUnlock()
+	txn.state.Add(-1)
+	runtime.KeepAlive(txn)
+	return check("mdb_txn_set_interrupt", rc)
+}
+
+// cflag is a bool as the engine's int flag.
+func cflag(on bool) C.int {
+	if on {
+		return 1
+	}
+	return 0
+}
+
+// CopyFD writes a copy of the snapshot this read-only transaction sees to
+// the open file descriptor fd, as Env.CopyFDFlag does with a snapshot of its
+// own; flags may be CopyCompact. The copy is an ordinary data file. It
+// follows the transaction's interrupt (SetInterrupt), so a long copy can be
+// stopped from another goroutine; the transaction is then failed.
+//
+// See mdb_txn_copyfd.
+func (txn *Txn) CopyFD(fd uintptr, flags uint) error {
+	if txn.gone() {
+		return ended("mdb_txn_copyfd")
+	}
+	rc := C.mdb_txn_copyfd(txn.handle, C.mdb_filehandle_t(fd), C.uint(flags))
+	return check("mdb_txn_copyfd", rc)
 }
 
 // Reset releases a read-only transaction's snapshot but keeps the Txn for
