@@ -131,9 +131,19 @@ static inline dlmdbgo_txn_res dlmdbgo_txn_begin(dlmdbgo_h env, dlmdbgo_h parent,
 
 /* Ending, parking and resuming a transaction; closing and rebinding a
  * cursor: the plain engine calls, with integer handles. */
-static inline int dlmdbgo_txn_commit(dlmdbgo_h txn)
+/* The commit's code, and the code that had failed the txn before (its
+ * cause when the commit answers MDB_BAD_TXN), read before the commit frees
+ * the txn. */
+typedef struct {
+	int rc, cause;
+} dlmdbgo_commit_res;
+
+static inline dlmdbgo_commit_res dlmdbgo_txn_commit(dlmdbgo_h txn)
 {
-	return mdb_txn_commit(DLMDBGO_TXN(txn));
+	dlmdbgo_commit_res r;
+	r.cause = mdb_txn_cause(DLMDBGO_TXN(txn));
+	r.rc = mdb_txn_commit(DLMDBGO_TXN(txn));
+	return r;
 }
 
 static inline void dlmdbgo_txn_abort(dlmdbgo_h txn)

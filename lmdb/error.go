@@ -60,14 +60,34 @@ func (e Errno) Error() string {
 
 // OpError is the error returned when a C call fails. Op names the C function
 // and Errno holds either an Errno or a syscall.Errno.
+// The exported fields are lmdb-go's; see Cause for the earlier error of a
+// failed transaction.
 type OpError struct {
 	Op    string
 	Errno error
+
+	cause error  // see Cause
+	hint  string // what the caller did wrong, in words (see misuse)
 }
 
-// Error formats the failed operation and its code.
+// Cause (an extension of lmdb-go's type) is the earlier error that failed
+// the transaction when the call failed only because of it: Errno is then
+// BadTxn (as lmdb-go reports it) and Cause the earlier code, say MapFull or
+// syscall.EINTR; nil otherwise. errors.Is matches both, so IsMapFull is true
+// for a Commit refused after a Put hit a full map.
+func (e *OpError) Cause() error { return e.cause }
+
+// Error formats the failed operation, its code, what went wrong in the
+// caller's terms when that is known, and the earlier cause.
 func (e *OpError) Error() string {
-	return e.Op + ": " + e.Errno.Error()
+	s := e.Op + ": " + e.Errno.Error()
+	if e.hint != "" {
+		s += " (" + e.hint + ")"
+	}
+	if e.cause != nil {
+		s += "; the transaction had failed earlier: " + e.cause.Error()
+	}
+	return s
 }
 
 // Unwrap exposes the code, so errors.Is(err, lmdb.NotFound) and
@@ -79,6 +99,9 @@ func (e *OpError) Unwrap() error {
 // Is reports whether target is an *OpError with the same code and, when
 // target names one, the same operation.
 func (e *OpError) Is(target error) bool {
+	if e.cause != nil && errors.Is(e.cause, target) {
+		return true
+	}
 	t, ok := target.(*OpError)
 	if !ok || t == nil {
 		return false
@@ -86,12 +109,47 @@ func (e *OpError) Is(target error) bool {
 	return t.Errno == e.Errno && (t.Op == "" || t.Op == e.Op)
 }
 
+// codeOf is the error value of engine or system code rc.
+func codeOf(rc C.int) error {
+	if rc >= firstEngineCode && rc <= lastEngineCode {
+		return Errno(rc)
+	}
+	return syscall.Errno(rc)
+}
+
 // codeError turns a non-zero return code of the C function op into an error.
 func codeError(op string, rc C.int) error {
-	if rc >= firstEngineCode && rc <= lastEngineCode {
-		return &OpError{Op: op, Errno: Errno(rc)}
+	return &OpError{Op: op, Errno: codeOf(rc), hint: misuse(op, rc)}
+}
+
+// writeOps are the calls that change a database; in a read-only txn the
+// engine answers them EACCES.
+var writeOps = map[string]bool{
+	"mdb_put": true, "mdb_del": true, "mdb_cursor_put": true, "mdb_cursor_del": true,
+	"mdb_drop": true, "mdb_dbi_replace": true,
+}
+
+// countedOps need a database created with Counted (MDB_INCOMPATIBLE else).
+var countedOps = map[string]bool{
+	"mdb_count_all": true, "mdb_count_range": true, "mdb_range_count_keys": true,
+	"mdb_range_count_values": true, "mdb_get_rank": true, "mdb_cursor_get_rank": true,
+	"mdb_get_key_rank": true, "mdb_cursor_key_rank": true,
+}
+
+// misuse says in words what a caller did for the common mistakes behind
+// code rc of op ("" when the code says it all); the code stays lmdb-go's.
+func misuse(op string, rc C.int) string {
+	switch {
+	case rc == C.EACCES && writeOps[op]:
+		return "a write in a read-only transaction"
+	case rc == C.EACCES && op == "mdb_txn_begin":
+		return "a write transaction on an environment opened Readonly"
+	case rc == C.EINVAL && op == "mdb_env_set_mapsize":
+		return "the map size of an open environment can change only while this process has no transaction running"
+	case rc == C.MDB_INCOMPATIBLE && countedOps[op]:
+		return "the database was not created with lmdb.Counted; rebuild it with dlmdb.Convert or cmd/lmdb_convert -counted on"
 	}
-	return &OpError{Op: op, Errno: syscall.Errno(rc)}
+	return ""
 }
 
 // check is codeError for calls that may have succeeded.

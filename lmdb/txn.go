@@ -201,9 +201,16 @@ func (txn *Txn) commit() error {
 		env.life.RUnlock()
 		return invalid("mdb_txn_commit")
 	}
-	rc := C.dlmdbgo_txn_commit(h)
+	r := C.dlmdbgo_txn_commit(h)
 	env.life.RUnlock()
-	return check("mdb_txn_commit", rc)
+	if r.rc == 0 {
+		return nil
+	}
+	err := &OpError{Op: "mdb_txn_commit", Errno: codeOf(r.rc)}
+	if r.rc == C.MDB_BAD_TXN && r.cause != 0 {
+		err.cause = codeOf(r.cause) // what failed the txn earlier
+	}
+	return err
 }
 
 // gone reports whether the transaction can no longer be used: it ended, or
