@@ -2,9 +2,11 @@ package lmdb
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // A txn failed by an earlier error says so at Commit: the code stays
@@ -113,5 +115,40 @@ func TestErrorsNameTheMisuse(t *testing.T) {
 	rtxn.Abort()
 	if err := env.SetMapSize(256 << 20); err != nil {
 		t.Errorf("SetMapSize with no txn: %v", err)
+	}
+}
+
+// The side table that carries causes and hints forgets an error once the
+// error is garbage.
+func TestOpErrorExtrasAreCollected(t *testing.T) {
+	count := func() (n int) {
+		opExtras.Range(func(_, _ any) bool { n++; return true })
+		return n
+	}
+	env := openEnv(t, 0)
+	rtxn, err := env.BeginTxn(nil, Readonly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rtxn.Abort()
+	dbi, err := rtxn.OpenRoot(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := count()
+	for i := 0; i < 1000; i++ {
+		if err := rtxn.Put(dbi, []byte("k"), []byte("v"), 0); !strings.Contains(err.Error(), "read-only") {
+			t.Fatalf("Put in a read-only txn: %v", err)
+		}
+	}
+	if count() < base+1000 {
+		t.Fatalf("the hinted errors were not recorded (%d entries, %d before)", count(), base)
+	}
+	for i := 0; i < 200 && count() >= base+1000; i++ {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if n := count(); n >= base+1000 {
+		t.Errorf("%d entries remain after the errors became garbage", n-base)
 	}
 }

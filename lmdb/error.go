@@ -9,7 +9,11 @@ import "C"
 import (
 	"errors"
 	"io/fs"
+	"runtime"
+	"sync"
 	"syscall"
+	"unsafe"
+	"weak"
 )
 
 // Errno is a return code of the engine's own range (MDB_KEYEXIST through
@@ -59,15 +63,44 @@ func (e Errno) Error() string {
 }
 
 // OpError is the error returned when a C call fails. Op names the C function
-// and Errno holds either an Errno or a syscall.Errno.
-// The exported fields are lmdb-go's; see Cause for the earlier error of a
-// failed transaction.
+// and Errno holds either an Errno or a syscall.Errno. The fields are
+// lmdb-go's, exactly; see Cause for the earlier error of a failed
+// transaction.
 type OpError struct {
 	Op    string
 	Errno error
+}
 
-	cause error  // see Cause
-	hint  string // what the caller did wrong, in words (see misuse)
+// opExtra is what some errors carry beyond lmdb-go's two fields: the earlier
+// error that failed the txn (Cause) and the misuse in words. It lives in a
+// side table so that OpError keeps lmdb-go's layout (programs build it with
+// unkeyed literals); only the rare errors that have one are in it, each
+// until it is garbage.
+type opExtra struct {
+	of    weak.Pointer[OpError] // guards against a reused address
+	cause error
+	hint  string
+}
+
+var opExtras sync.Map // uintptr(*OpError) -> opExtra
+
+func withExtra(e *OpError, cause error, hint string) *OpError {
+	if cause == nil && hint == "" {
+		return e
+	}
+	key := uintptr(unsafe.Pointer(e))
+	opExtras.Store(key, opExtra{weak.Make(e), cause, hint})
+	runtime.AddCleanup(e, func(k uintptr) { opExtras.Delete(k) }, key)
+	return e
+}
+
+func (e *OpError) extra() opExtra {
+	if v, ok := opExtras.Load(uintptr(unsafe.Pointer(e))); ok {
+		if x := v.(opExtra); x.of.Value() == e {
+			return x
+		}
+	}
+	return opExtra{}
 }
 
 // Cause (an extension of lmdb-go's type) is the earlier error that failed
@@ -75,17 +108,18 @@ type OpError struct {
 // BadTxn (as lmdb-go reports it) and Cause the earlier code, say MapFull or
 // syscall.EINTR; nil otherwise. errors.Is matches both, so IsMapFull is true
 // for a Commit refused after a Put hit a full map.
-func (e *OpError) Cause() error { return e.cause }
+func (e *OpError) Cause() error { return e.extra().cause }
 
 // Error formats the failed operation, its code, what went wrong in the
 // caller's terms when that is known, and the earlier cause.
 func (e *OpError) Error() string {
 	s := e.Op + ": " + e.Errno.Error()
-	if e.hint != "" {
-		s += " (" + e.hint + ")"
+	x := e.extra()
+	if x.hint != "" {
+		s += " (" + x.hint + ")"
 	}
-	if e.cause != nil {
-		s += "; the transaction had failed earlier: " + e.cause.Error()
+	if x.cause != nil {
+		s += "; the transaction had failed earlier: " + x.cause.Error()
 	}
 	return s
 }
@@ -99,7 +133,7 @@ func (e *OpError) Unwrap() error {
 // Is reports whether target is an *OpError with the same code and, when
 // target names one, the same operation.
 func (e *OpError) Is(target error) bool {
-	if e.cause != nil && errors.Is(e.cause, target) {
+	if c := e.Cause(); c != nil && errors.Is(c, target) {
 		return true
 	}
 	t, ok := target.(*OpError)
@@ -119,7 +153,7 @@ func codeOf(rc C.int) error {
 
 // codeError turns a non-zero return code of the C function op into an error.
 func codeError(op string, rc C.int) error {
-	return &OpError{Op: op, Errno: codeOf(rc), hint: misuse(op, rc)}
+	return withExtra(&OpError{Op: op, Errno: codeOf(rc)}, nil, misuse(op, rc))
 }
 
 // writeOps are the calls that change a database; in a read-only txn the

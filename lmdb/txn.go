@@ -208,7 +208,7 @@ func (txn *Txn) commit() error {
 	}
 	err := &OpError{Op: "mdb_txn_commit", Errno: codeOf(r.rc)}
 	if r.rc == C.MDB_BAD_TXN && r.cause != 0 {
-		err.cause = codeOf(r.cause) // what failed the txn earlier
+		return withExtra(err, codeOf(r.cause), "") // what failed the txn earlier
 	}
 	return err
 }
