@@ -6,12 +6,13 @@ GOTESTFLAGS ?=
 DLMDB_TEST_SCALE ?= 1
 export DLMDB_TEST_SCALE
 
-.PHONY: test test-c test-go test-asan test-upstream bench bench-quick stress
+.PHONY: test test-c test-go test-asan test-upstream test-arm64 bench bench-quick stress
 
 ## test: everything — the C engine under ASan+UBSan, the Go side under -race,
-## the Go-driven engine tests under -asan, then lmdb-go v1.9.3's own
-## behavioural tests run against our lmdb package.
-test: test-c test-go test-asan test-upstream
+## the Go-driven engine tests under -asan, lmdb-go v1.9.3's own behavioural
+## tests run against our lmdb package, then the linux/arm64 run (when the
+## cross compiler and qemu-user are installed; .ci/run installs them).
+test: test-c test-go test-asan test-upstream test-arm64
 
 ## test-c: C-level engine tests built with -fsanitize=address,undefined.
 test-c:
@@ -40,6 +41,11 @@ test-asan:
 ## test-upstream: lmdb-go's own tests (from the module cache) against our lmdb/.
 test-upstream:
 	bash lmdb/testdata/run-lmdb-go-tests.sh -race -count=1
+
+## test-arm64: C tests and the binding's core tests built for linux/arm64
+## with aarch64-linux-gnu-gcc and run under qemu-aarch64 (internal/arm64).
+test-arm64:
+	GO=$(GO) bash internal/arm64/run.sh
 
 ## bench: run every benchmark at the documented sizes and rewrite README tables.
 bench:
