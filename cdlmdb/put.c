@@ -376,10 +376,16 @@ int mdb_cursor_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned int fla
 		data[1].mv_size = 0;
 		return MDB_INCOMPATIBLE;
 	}
+	/* as LMDB: an MDB_MULTIPLE put refused before any item reports none */
+	size_t count = (flags & MDB_MULTIPLE) && data ? data[1].mv_size : 0;
+	if ((flags & MDB_MULTIPLE) && data)
+		data[1].mv_size = 0;
 	int rc = put_checks(mc->c_txn, mc->c_dbi, key, data, flags, MDB_NOOVERWRITE |
 		MDB_NODUPDATA | MDB_RESERVE | MDB_APPEND | MDB_APPENDDUP | MDB_CURRENT | MDB_MULTIPLE);
 	if (rc)
 		return rc;
+	if (flags & MDB_MULTIPLE)
+		data[1].mv_size = count;
 	if ((mc->c_db->d_flags & MDB_DUPSORT) && mc->c_sub)
 		return dlmdb_dup_put(mc, key, data, flags);
 	return dlmdb_tree_put(mc, key, data, flags & ~(MDB_NODUPDATA | MDB_APPENDDUP | MDB_MULTIPLE));
