@@ -1323,6 +1323,51 @@ static int dup_append_run(MDB_cursor *mc, MDB_val *k, const char *vals, size_t n
 	return x_locate(mc, &lastv);
 }
 
+/* How many of the n items at it (isz bytes each, n >= 1) ascend strictly
+ * under dcmp from the first; the common orders without a call per item. */
+static size_t ascending_run(MDB_cmp_func *dcmp, const char *it, size_t n, size_t isz)
+{
+	size_t r = 1;
+	if (dcmp == dlmdb_cmp_for(0) && isz == 8) {
+		uint64_t prev, cur;
+		memcpy(&prev, it, 8);
+		prev = __builtin_bswap64(prev);
+		for (; r < n; r++, prev = cur) {
+			memcpy(&cur, it + r * 8, 8);
+			cur = __builtin_bswap64(cur);
+			if (cur <= prev)
+				break;
+		}
+	} else if (dcmp == dlmdb_cmp_for(0)) {
+		/* equal sizes: memcmp's sign is the byte order */
+		while (r < n && memcmp(it + r * isz, it + (r - 1) * isz, isz) > 0)
+			r++;
+	} else if (dcmp == dlmdb_cmp_for(MDB_INTEGERKEY) && (isz == 8 || isz == 4)) {
+		for (; r < n; r++) {
+			uint64_t a = 0, b = 0;
+			if (isz == 8) {
+				memcpy(&a, it + (r - 1) * 8, 8);
+				memcpy(&b, it + r * 8, 8);
+			} else {
+				uint32_t x, y;
+				memcpy(&x, it + (r - 1) * 4, 4);
+				memcpy(&y, it + r * 4, 4);
+				a = x;
+				b = y;
+			}
+			if (b <= a)
+				break;
+		}
+	} else {
+		for (; r < n; r++) {
+			MDB_val a = {isz, (void *)(it + (r - 1) * isz)}, b = {isz, (void *)(it + r * isz)};
+			if (dcmp(&b, &a) <= 0)
+				break;
+		}
+	}
+	return r;
+}
+
 /* MDB_MULTIPLE items are copied into a buffer of this size before a run
  * of them is stored (they may be a view of a page the put edits) */
 #define DL_MULTI_CHUNK 4096u
@@ -1391,11 +1436,8 @@ static int dup_put_multiple(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigne
 		size_t r = 0;
 		if (dcmp(&v, &last) > 0) {
 			/* a run of ascending items above the key's last value */
-			for (r = 1; r < per && done + r < count; r++) {
-				MDB_val a = {isz, (void *)(it + (r - 1) * isz)}, b = {isz, (void *)(it + r * isz)};
-				if (dcmp(&b, &a) <= 0)
-					break;
-			}
+			size_t lim = count - done < per ? count - done : per;
+			r = ascending_run(dcmp, it, lim, isz);
 		}
 		if (r < 2) {
 			kk = k;
