@@ -980,10 +980,14 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 			return rc;
 		MDB_cursor *xc = &x->x_c;
 		MDB_val probe = d, last;
+		unsigned here = 0;
 		if ((x->x_db.d_flags & MDB_DUPFIXED) && d.mv_size != x->x_db.d_pad)
 			return MDB_BAD_VALSIZE;
 		if (d.mv_size) {
 			rc = dlmdb_cursor_seek(xc, &probe, NULL, MDB_SET);
+			/* a miss leaves xc where the value goes (touching mc's
+			 * pages below does not move it) */
+			here = rc == MDB_NOTFOUND ? DL_PUT_HERE : 0;
 			if (rc == 0) {
 				/* APPENDDUP: LMDB looked only at the last value */
 				if ((flags & MDB_APPENDDUP) && (rc = dlmdb_cur_last(xc, &last, NULL)))
@@ -1005,7 +1009,7 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		if ((rc = dlmdb_cursor_touch(mc)))
 			return rc;
 		MDB_val empty = {0, NULL};
-		if ((rc = dlmdb_tree_put(xc, &d, &empty, (flags & MDB_APPENDDUP) ? MDB_APPEND : 0)))
+		if ((rc = dlmdb_tree_put(xc, &d, &empty, (flags & MDB_APPENDDUP) ? MDB_APPEND : here)))
 			return rc;
 		n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
 		memcpy(dl_node_data(n), &x->x_db, sizeof x->x_db);

@@ -142,6 +142,10 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 			mc->c_ki[mc->c_top]++;
 			eofkeep = DL_C_EOF;	/* LMDB's LAST step marks EOF and keeps it */
 		}
+	} else if ((flags & DL_PUT_HERE) && mc->c_depth && (mc->c_flags & DL_C_INIT)) {
+		/* (the caller's search ran dlmdb_search_root and dlmdb_node_find
+		 * for this key, as the branch below would) */
+		exact = 0;
 	} else {
 		if ((mc->c_flags & DL_C_SAVED) && (rc = dlmdb_cursor_revalidate(mc)))
 			return rc;
