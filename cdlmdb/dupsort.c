@@ -1062,6 +1062,60 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		/* (refusals, and a page that must grow into a sub-tree, take
 		 * the general path below) */
 	}
+	if ((n->n_flags & (DL_N_DUP | DL_N_TREE)) == DL_N_DUP && (mc->c_db->d_flags & MDB_DUPFIXED)) {
+		/* a LEAF2 sub-page taking a new value that keeps it a sub-page:
+		 * the new image is the old one with the value copied in at its
+		 * place (refusals, repeats and growth take the general path) */
+		if ((rc = dlmdb_dup_setup(mc)))
+			return rc == MDB_NOTFOUND ? DL_TXN_FAIL(txn, MDB_CORRUPTED) : rc;
+		MDB_cursor *xc = &x->x_c;
+		dl_page *sp = xc->c_inline;
+		unsigned m = sp ? dl_pg_nkeys(sp) : 0, pad = sp ? sp->p_pad : 0;
+		int ex = 0;
+		unsigned pos = 0;
+		if (sp && dl_pg_is_leaf2(sp) && pad == d.mv_size)
+			pos = dlmdb_node_find(xc, sp, &d, &ex);
+		size_t sz = leaf2_subpage_bytes(m + 1, pad);
+		char *buf = scratch(txn, 3);
+		if (!buf)
+			return ENOMEM;
+		if (sp && dl_pg_is_leaf2(sp) && pad == d.mv_size && !ex &&
+		    (!(flags & MDB_APPENDDUP) || pos == m) &&
+		    DL_NODEHDR + k.mv_size + sz <= dl_db_nodemax(env, mc->c_db)) {
+			dl_page *np = (dl_page *)buf;
+			const char *from = (const char *)sp + DL_PAGEHDR;
+			char *to = buf + DL_PAGEHDR;
+			size_t used = DL_PAGEHDR + (size_t)(m + 1) * pad;
+			np->p_pgno = 0;
+			np->p_flags = DL_P_LEAF | DL_P_LEAF2 | DL_P_SUBP | DL_P_DIRTY;
+			np->p_pad = (uint16_t)pad;
+			np->p_lower = (uint16_t)(DL_PAGEHDR + (m + 1) * sizeof(indx_t));
+			np->p_upper = (uint16_t)(np->p_lower + (sz - used));
+			memcpy(to, from, (size_t)pos * pad);
+			memcpy(to + (size_t)pos * pad, d.mv_data, pad);
+			memcpy(to + (size_t)(pos + 1) * pad, from + (size_t)pos * pad, (size_t)(m - pos) * pad);
+			memset(buf + used, 0, sz - used);	/* the slack byte, if any */
+			MDB_val sub = {sz, buf};
+			if (k.mv_data != keybuf) {
+				memcpy(keybuf, k.mv_data, k.mv_size);
+				k.mv_data = keybuf;
+			}
+			dlmdb_txn_changed(txn, mc);
+			if ((rc = dlmdb_tree_put(mc, &k, &sub, DL_PUT_DUP)))
+				return rc;
+			subpage_stamp(mc);
+			mc->c_db->d_entries++;
+			/* the sub-cursor on the new value (as x_locate would put it) */
+			if ((rc = dlmdb_dup_setup(mc)))
+				return rc == MDB_NOTFOUND ? DL_TXN_FAIL(txn, MDB_PROBLEM) : rc;
+			xc->c_pg[0] = xc->c_inline;
+			xc->c_ki[0] = (indx_t)pos;
+			xc->c_top = 0;
+			xc->c_depth = 1;
+			xc->c_flags = DL_C_INIT;
+			return 0;
+		}
+	}
 	/* single value or sub-page: rebuild with the new value */
 	unsigned vcap;
 	MDB_val *vals = vals_buf(txn, &vcap);
