@@ -1438,8 +1438,8 @@ static size_t ascending_run(MDB_cmp_func *dcmp, const char *it, size_t n, size_t
  * (NOOVERWRITE, APPEND); data[0].mv_data is left at the last item tried.
  * Runs of ascending items above the key's last value (bulk loads) are
  * stored page-wise (dup_append_run); any other item takes a single put.
- * Unlike LMDB, an item equal to a key's only value does not end the put
- * early (README, "Differences from stock LMDB").
+ * Unlike LMDB 0.9.33, an item equal to a key's only value does not end the
+ * put early (a stock bug: internal/difftest/stockdup_test.go, bug 4).
  */
 static int dup_put_multiple(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 {
