@@ -25,6 +25,9 @@
 
 /* dlmdb_dup_del flag (above every MDB_* flag): keep a sub-tree a sub-tree */
 #define DL_DEL_KEEPTREE 0x80000000u
+/* dlmdb_dup_del flag: the cursor is discarded right after (mdb_del): the
+ * sub-cursor need not find its place again after a sub-tree delete */
+#define DL_DEL_DISCARD 0x40000000u
 
 static int leaf2_restamp(MDB_cursor *mc, const MDB_val *v);
 
@@ -1632,7 +1635,7 @@ int dlmdb_dup_del(MDB_cursor *mc, unsigned flags)
 		dlmdb_txn_changed(txn, mc);
 		if ((rc = dlmdb_cursor_touch(mc)))
 			return rc;
-		if ((rc = dlmdb_tree_del_current(xc, 0)))
+		if ((rc = (flags & DL_DEL_DISCARD) ? dlmdb_tree_del_discard(xc) : dlmdb_tree_del_current(xc, 0)))
 			return rc;
 		n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
 		memcpy(dl_node_data(n), &x->x_db, sizeof x->x_db);
@@ -1802,12 +1805,13 @@ static int maybe_demote(MDB_cursor *mc, MDB_val *k)
 	return 0;
 }
 
-/* mdb_del with a value on a DUPSORT DB: remove just that pair. */
+/* mdb_del with a value on a DUPSORT DB: remove just that pair (mc is
+ * mdb_del's own cursor, discarded after). */
 int dlmdb_dup_del_pair(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 {
 	MDB_val k = *key, d = *data;
 	int rc = dlmdb_dup_get(mc, &k, &d, MDB_GET_BOTH);
 	if (rc)
 		return rc;
-	return dlmdb_dup_del(mc, 0);
+	return dlmdb_dup_del(mc, DL_DEL_DISCARD);
 }
