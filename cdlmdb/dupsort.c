@@ -25,6 +25,9 @@
 
 /* dlmdb_dup_del flag (above every MDB_* flag): keep a sub-tree a sub-tree */
 #define DL_DEL_KEEPTREE 0x80000000u
+/* dlmdb_dup_del flag: the cursor is discarded right after (mdb_del): the
+ * sub-cursor need not find its place again after a sub-tree delete */
+#define DL_DEL_DISCARD 0x40000000u
 
 static int leaf2_restamp(MDB_cursor *mc, const MDB_val *v);
 
@@ -839,6 +842,8 @@ static MDB_val *vals_buf(MDB_txn *txn, unsigned *cap)
 	return txn->t_vals;
 }
 
+static int dup_put_multiple(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags);
+
 int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 {
 	MDB_txn *txn = mc->c_txn;
@@ -850,21 +855,8 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		return MDB_BAD_VALSIZE;
 	if (flags & MDB_RESERVE)
 		return EINVAL;
-	if (flags & MDB_MULTIPLE) {
-		/* data[0]: item size and first item, data[1].mv_size: item count */
-		if (!(mc->c_db->d_flags & MDB_DUPFIXED))
-			return MDB_INCOMPATIBLE;
-		size_t isz = data[0].mv_size, count = data[1].mv_size, done = 0;
-		rc = 0;
-		for (; done < count; done++) {
-			MDB_val item = {isz, (char *)data[0].mv_data + done * isz};
-			MDB_val kk = *key;
-			if ((rc = dlmdb_dup_put(mc, &kk, &item, flags & ~MDB_MULTIPLE)))
-				break;
-		}
-		data[1].mv_size = done;
-		return rc;
-	}
+	if (flags & MDB_MULTIPLE)
+		return dup_put_multiple(mc, key, data, flags & ~MDB_MULTIPLE);
 	unsigned char keybuf[DL_MAXKEY + 1], valbuf[DL_MAXKEY + 1];
 	MDB_val k = *key, d = *data;
 	if (flags & MDB_CURRENT) {
@@ -990,10 +982,14 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 			return rc;
 		MDB_cursor *xc = &x->x_c;
 		MDB_val probe = d, last;
+		unsigned here = 0;
 		if ((x->x_db.d_flags & MDB_DUPFIXED) && d.mv_size != x->x_db.d_pad)
 			return MDB_BAD_VALSIZE;
 		if (d.mv_size) {
 			rc = dlmdb_cursor_seek(xc, &probe, NULL, MDB_SET);
+			/* a miss leaves xc where the value goes (touching mc's
+			 * pages below does not move it) */
+			here = rc == MDB_NOTFOUND ? DL_PUT_HERE : 0;
 			if (rc == 0) {
 				/* APPENDDUP: LMDB looked only at the last value */
 				if ((flags & MDB_APPENDDUP) && (rc = dlmdb_cur_last(xc, &last, NULL)))
@@ -1015,7 +1011,7 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		if ((rc = dlmdb_cursor_touch(mc)))
 			return rc;
 		MDB_val empty = {0, NULL};
-		if ((rc = dlmdb_tree_put(xc, &d, &empty, (flags & MDB_APPENDDUP) ? MDB_APPEND : 0)))
+		if ((rc = dlmdb_tree_put(xc, &d, &empty, (flags & MDB_APPENDDUP) ? MDB_APPEND : here)))
 			return rc;
 		n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
 		memcpy(dl_node_data(n), &x->x_db, sizeof x->x_db);
@@ -1067,6 +1063,60 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		}
 		/* (refusals, and a page that must grow into a sub-tree, take
 		 * the general path below) */
+	}
+	if ((n->n_flags & (DL_N_DUP | DL_N_TREE)) == DL_N_DUP && (mc->c_db->d_flags & MDB_DUPFIXED)) {
+		/* a LEAF2 sub-page taking a new value that keeps it a sub-page:
+		 * the new image is the old one with the value copied in at its
+		 * place (refusals, repeats and growth take the general path) */
+		if ((rc = dlmdb_dup_setup(mc)))
+			return rc == MDB_NOTFOUND ? DL_TXN_FAIL(txn, MDB_CORRUPTED) : rc;
+		MDB_cursor *xc = &x->x_c;
+		dl_page *sp = xc->c_inline;
+		unsigned m = sp ? dl_pg_nkeys(sp) : 0, pad = sp ? sp->p_pad : 0;
+		int ex = 0;
+		unsigned pos = 0;
+		if (sp && dl_pg_is_leaf2(sp) && pad == d.mv_size)
+			pos = dlmdb_node_find(xc, sp, &d, &ex);
+		size_t sz = leaf2_subpage_bytes(m + 1, pad);
+		char *buf = scratch(txn, 3);
+		if (!buf)
+			return ENOMEM;
+		if (sp && dl_pg_is_leaf2(sp) && pad == d.mv_size && !ex &&
+		    (!(flags & MDB_APPENDDUP) || pos == m) &&
+		    DL_NODEHDR + k.mv_size + sz <= dl_db_nodemax(env, mc->c_db)) {
+			dl_page *np = (dl_page *)buf;
+			const char *from = (const char *)sp + DL_PAGEHDR;
+			char *to = buf + DL_PAGEHDR;
+			size_t used = DL_PAGEHDR + (size_t)(m + 1) * pad;
+			np->p_pgno = 0;
+			np->p_flags = DL_P_LEAF | DL_P_LEAF2 | DL_P_SUBP | DL_P_DIRTY;
+			np->p_pad = (uint16_t)pad;
+			np->p_lower = (uint16_t)(DL_PAGEHDR + (m + 1) * sizeof(indx_t));
+			np->p_upper = (uint16_t)(np->p_lower + (sz - used));
+			memcpy(to, from, (size_t)pos * pad);
+			memcpy(to + (size_t)pos * pad, d.mv_data, pad);
+			memcpy(to + (size_t)(pos + 1) * pad, from + (size_t)pos * pad, (size_t)(m - pos) * pad);
+			memset(buf + used, 0, sz - used);	/* the slack byte, if any */
+			MDB_val sub = {sz, buf};
+			if (k.mv_data != keybuf) {
+				memcpy(keybuf, k.mv_data, k.mv_size);
+				k.mv_data = keybuf;
+			}
+			dlmdb_txn_changed(txn, mc);
+			if ((rc = dlmdb_tree_put(mc, &k, &sub, DL_PUT_DUP)))
+				return rc;
+			subpage_stamp(mc);
+			mc->c_db->d_entries++;
+			/* the sub-cursor on the new value (as x_locate would put it) */
+			if ((rc = dlmdb_dup_setup(mc)))
+				return rc == MDB_NOTFOUND ? DL_TXN_FAIL(txn, MDB_PROBLEM) : rc;
+			xc->c_pg[0] = xc->c_inline;
+			xc->c_ki[0] = (indx_t)pos;
+			xc->c_top = 0;
+			xc->c_depth = 1;
+			xc->c_flags = DL_C_INIT;
+			return 0;
+		}
 	}
 	/* single value or sub-page: rebuild with the new value */
 	unsigned vcap;
@@ -1165,6 +1215,316 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 	}
 	rc = x_locate(mc, &d);
 out:
+	return rc;
+}
+
+/* ---- MDB_MULTIPLE ------------------------------------------------------------ */
+
+/*
+ * Append n values (isz bytes each, ascending, all above the last one) to
+ * the LEAF2 sub-tree of xc.  The last leaf takes as many as fit in one
+ * copy; the value that finds it full goes in by an ordinary put, which
+ * splits the leaf as a put of that value alone would (halves, or with
+ * MDB_APPEND in split a fresh leaf), so the leaves end up as one put per
+ * value leaves them, and GET_MULTIPLE hands out the same pages.  *done
+ * counts the values stored, also on an error.
+ */
+static int leaf2_append(MDB_cursor *xc, const char *vals, size_t n, unsigned isz, unsigned split,
+	size_t *done)
+{
+	MDB_txn *txn = xc->c_txn;
+	MDB_val empty = {0, NULL};
+	size_t i = 0;
+	int rc = dlmdb_search_root(xc, NULL, DL_SEARCH_LAST);
+	*done = 0;
+	if (rc)
+		return rc == MDB_NOTFOUND ? DL_TXN_FAIL(txn, MDB_CORRUPTED) : rc;
+	if ((rc = dlmdb_cursor_touch(xc)))
+		return rc;
+	while (i < n) {
+		dl_page *p = xc->c_pg[xc->c_top];
+		if (DL_UNLIKELY(!dl_pg_is_leaf2(p) || p->p_pad != isz || p->p_lower < DL_PAGEHDR ||
+		    p->p_lower > p->p_upper || p->p_upper > txn->t_env->e_psize))
+			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
+		size_t fit = dl_pg_room(p) / isz;
+		if (fit) {
+			size_t t = fit < n - i ? fit : n - i;
+			unsigned nk = dl_pg_nkeys(p);
+			memcpy((char *)p + DL_PAGEHDR + (size_t)nk * isz, vals + i * isz, t * isz);
+			/* as t calls of dlmdb_pg_add_leaf2 at the end */
+			p->p_lower = (uint16_t)(p->p_lower + t * sizeof(indx_t));
+			p->p_upper = (uint16_t)(p->p_upper + t * sizeof(indx_t) - t * isz);
+			xc->c_db->d_entries += t;
+			dlmdb_count_bump(xc, (int64_t)t, (int64_t)t);
+			xc->c_ki[xc->c_top] = (indx_t)(nk + t - 1);
+			xc->c_flags = DL_C_INIT;
+			i += t;
+			*done = i;
+			continue;
+		}
+		MDB_val v = {isz, (void *)(vals + i * isz)};
+		if ((rc = dlmdb_tree_put(xc, &v, &empty, split)))
+			return rc;
+		*done = ++i;
+		/* the put left xc on v, in the last leaf; its path is ours */
+		if ((rc = dlmdb_cursor_touch(xc)))
+			return rc;
+	}
+	txn->t_gen++;
+	return 0;
+}
+
+/* dup_append_run: these values take single puts */
+#define DL_MULTI_SINGLE (-1)
+
+/*
+ * Store n values (isz bytes each, ascending, all above the last value of
+ * key k, which exists) in one go: a sub-page rebuilt once when they all
+ * fit in one, else the sub-tree (made from the values there are first,
+ * as the put that outgrows the sub-page makes it) filled leaf by leaf.
+ * The result is the one n single puts with these flags leave.  *done:
+ * the values stored.
+ */
+static int dup_append_run(MDB_cursor *mc, MDB_val *k, const char *vals, size_t n, unsigned isz,
+	unsigned flags, size_t *done)
+{
+	MDB_txn *txn = mc->c_txn;
+	MDB_env *env = txn->t_env;
+	dl_xcur *x = mc->c_sub;
+	MDB_cursor *xc = &x->x_c;
+	unsigned split = (flags & MDB_APPENDDUP) ? MDB_APPEND : 0;
+	int rc, exact = 0;
+	*done = 0;
+	/* the key again: the cursor may have been moved by a fix-up */
+	if ((rc = dlmdb_search_root(mc, k, DL_SEARCH_KEY)))
+		return rc == MDB_NOTFOUND ? DL_TXN_FAIL(txn, MDB_PROBLEM) : rc;
+	mc->c_ki[mc->c_top] = (indx_t)dlmdb_node_find(mc, mc->c_pg[mc->c_top], k, &exact);
+	if (exact <= 0)
+		return DL_TXN_FAIL(txn, exact < 0 ? MDB_CORRUPTED : MDB_PROBLEM);
+	dl_node *nd = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
+	if ((nd->n_flags & (DL_N_DUP | DL_N_TREE)) == (DL_N_DUP | DL_N_TREE)) {
+		if ((rc = dlmdb_dup_setup(mc)))
+			return rc == MDB_NOTFOUND ? DL_TXN_FAIL(txn, MDB_CORRUPTED) : rc;
+		if (!(x->x_db.d_flags & MDB_DUPFIXED))
+			return DL_MULTI_SINGLE;	/* not our layout: single puts */
+		if (x->x_db.d_pad != isz)
+			return MDB_BAD_VALSIZE;
+		dlmdb_txn_changed(txn, mc);
+		if ((rc = dlmdb_cursor_touch(mc)))
+			return rc;
+		rc = leaf2_append(xc, vals, n, isz, split, done);
+		/* what went in is recorded, also after a failure */
+		nd = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
+		memcpy(dl_node_data(nd), &x->x_db, sizeof x->x_db);
+		mc->c_db->d_entries += *done;
+		dlmdb_count_bump(mc, (int64_t)*done, 0);
+		mc->c_flags = DL_C_INIT;
+		txn->t_gen++;
+		if (rc)
+			return rc;
+	} else {
+		unsigned vcap, m = 0;
+		MDB_val *old = vals_buf(txn, &vcap);
+		char *buf = scratch(txn, 3);
+		if (!old || !buf)
+			return ENOMEM;
+		if ((rc = gather(mc, old, &m, vcap)))
+			return rc;
+		if (old[0].mv_size != isz)
+			return MDB_BAD_VALSIZE;
+		if (DL_NODEHDR + k->mv_size + leaf2_subpage_bytes(m + n, isz) <= dl_db_nodemax(env, mc->c_db)) {
+			/* (m + n values in a sub-page: fewer than vcap) */
+			for (size_t i = 0; i < n; i++) {
+				old[m + i].mv_size = isz;
+				old[m + i].mv_data = (void *)(vals + i * isz);
+			}
+			sp_plan pl = {0, {NULL, 0}};
+			size_t sz = subpage_size(txn, old, (unsigned)(m + n), isz, &pl);
+			subpage_build(txn, buf, old, (unsigned)(m + n), sz, isz, &pl);
+			MDB_val sub = {sz, buf};
+			dlmdb_txn_changed(txn, mc);
+			if ((rc = dlmdb_tree_put(mc, k, &sub, DL_PUT_DUP)))
+				return rc;
+			subpage_stamp(mc);
+		} else {
+			/* a sub-tree: as in dlmdb_dup_put, then the rest appended */
+			dlmdb_txn_changed(txn, mc);
+			dlmdb_cursor_setup(xc, txn, mc->c_dbi);
+			memset(&x->x_db, 0, sizeof x->x_db);
+			x->x_db.d_root = DL_NO_PAGE;
+			x->x_db.d_pad = isz;
+			x->x_db.d_flags = (uint16_t)(MDB_DUPFIXED | (mc->c_db->d_flags & MDB_COUNTED) |
+				((mc->c_db->d_flags & MDB_INTEGERDUP) ? MDB_INTEGERKEY : 0));
+			x->x_dbx.x_cmp = dcmp_of(mc);
+			xc->c_db = &x->x_db;
+			xc->c_dbx = &x->x_dbx;
+			xc->c_owner = mc;
+			MDB_val empty = {0, NULL};
+			for (unsigned i = 0; i < m; i++) {
+				MDB_val v = old[i];
+				if ((rc = dlmdb_tree_put(xc, &v, &empty, MDB_APPEND)))
+					return DL_TXN_FAIL(txn, rc);
+			}
+			/* a failure leaves the new sub-tree unlinked: the txn is done */
+			if ((rc = leaf2_append(xc, vals, n, isz, split, done)))
+				return DL_TXN_FAIL(txn, rc);
+			dl_dbrec rec = x->x_db;
+			MDB_val recv = {sizeof rec, &rec};
+			if ((rc = dlmdb_tree_put(mc, k, &recv, DL_PUT_DUP | DL_PUT_TREE))) {
+				*done = 0;
+				return DL_TXN_FAIL(txn, rc);
+			}
+		}
+		*done = n;
+		mc->c_db->d_entries += n;
+	}
+	/* as after the last single put: on that value */
+	MDB_val lastv = {isz, (void *)(vals + (n - 1) * isz)};
+	return x_locate(mc, &lastv);
+}
+
+/* How many of the n items at it (isz bytes each, n >= 1) ascend strictly
+ * under dcmp from the first; the common orders without a call per item. */
+static size_t ascending_run(MDB_cmp_func *dcmp, const char *it, size_t n, size_t isz)
+{
+	size_t r = 1;
+	if (dcmp == dlmdb_cmp_for(0) && isz == 8) {
+		uint64_t prev, cur;
+		memcpy(&prev, it, 8);
+		prev = __builtin_bswap64(prev);
+		for (; r < n; r++, prev = cur) {
+			memcpy(&cur, it + r * 8, 8);
+			cur = __builtin_bswap64(cur);
+			if (cur <= prev)
+				break;
+		}
+	} else if (dcmp == dlmdb_cmp_for(0)) {
+		/* equal sizes: memcmp's sign is the byte order */
+		while (r < n && memcmp(it + r * isz, it + (r - 1) * isz, isz) > 0)
+			r++;
+	} else if (dcmp == dlmdb_cmp_for(MDB_INTEGERKEY) && (isz == 8 || isz == 4)) {
+		for (; r < n; r++) {
+			uint64_t a = 0, b = 0;
+			if (isz == 8) {
+				memcpy(&a, it + (r - 1) * 8, 8);
+				memcpy(&b, it + r * 8, 8);
+			} else {
+				uint32_t x, y;
+				memcpy(&x, it + (r - 1) * 4, 4);
+				memcpy(&y, it + r * 4, 4);
+				a = x;
+				b = y;
+			}
+			if (b <= a)
+				break;
+		}
+	} else {
+		for (; r < n; r++) {
+			MDB_val a = {isz, (void *)(it + (r - 1) * isz)}, b = {isz, (void *)(it + r * isz)};
+			if (dcmp(&b, &a) <= 0)
+				break;
+		}
+	}
+	return r;
+}
+
+/* MDB_MULTIPLE items are copied into a buffer of this size before a run
+ * of them is stored (they may be a view of a page the put edits) */
+#define DL_MULTI_CHUNK 4096u
+
+/*
+ * MDB_MULTIPLE put (DUPFIXED): data[0] holds the item size and the first
+ * item, data[1].mv_size the item count, and on return the number stored.
+ * As in LMDB the items go in as single puts would, in order, stopping at
+ * the first failure, except that only the first one looks at the key
+ * (NOOVERWRITE, APPEND); data[0].mv_data is left at the last item tried.
+ * Runs of ascending items above the key's last value (bulk loads) are
+ * stored page-wise (dup_append_run); any other item takes a single put.
+ * Unlike LMDB 0.9.33, an item equal to a key's only value does not end the
+ * put early (a stock bug: internal/difftest/stockdup_test.go, bug 4).
+ */
+static int dup_put_multiple(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
+{
+	size_t isz = data[0].mv_size, count = data[1].mv_size, done = 0;
+	const char *src = data[0].mv_data;
+	int rc;
+	data[1].mv_size = 0;
+	if (!(mc->c_db->d_flags & MDB_DUPFIXED))
+		return MDB_INCOMPATIBLE;
+	if (isz > DL_MAXKEY)
+		return MDB_BAD_VALSIZE;
+	if (count == 0)
+		count = 1;	/* as LMDB: the first item is always put */
+	unsigned char keybuf[DL_MAXKEY + 1], lastbuf[DL_MAXKEY + 1];
+	memcpy(keybuf, key->mv_data, key->mv_size);
+	MDB_val k = {key->mv_size, keybuf}, kk = k;
+	MDB_val item = {isz, (void *)src};
+	if ((rc = dlmdb_dup_put(mc, &kk, &item, flags))) {
+		data[0] = item;	/* NOOVERWRITE: the value there is */
+		return rc;
+	}
+	done = 1;
+	if ((flags & MDB_CURRENT) || isz == 0) {
+		/* (rare) item by item, each replacing the current value */
+		for (; done < count; done++) {
+			kk = k;
+			item.mv_size = isz;
+			item.mv_data = (void *)(src + done * isz);
+			if ((rc = dlmdb_dup_put(mc, &kk, &item, flags)))
+				break;
+		}
+		goto out;
+	}
+	flags &= ~(MDB_NOOVERWRITE | MDB_APPEND);
+	MDB_cmp_func *dcmp = dcmp_of(mc);
+	MDB_val last;
+	if (count > 1) {
+		if ((rc = node_value_edge(mc, &last, 1)))
+			goto out;
+		if (last.mv_size != isz) {
+			rc = DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
+			goto out;
+		}
+		memcpy(lastbuf, last.mv_data, isz);
+		last.mv_data = lastbuf;
+	}
+	unsigned char chunk[DL_MULTI_CHUNK];
+	size_t per = DL_MULTI_CHUNK / isz;
+	while (done < count) {
+		const char *it = src + done * isz;
+		MDB_val v = {isz, (void *)it};
+		size_t r = 0;
+		if (dcmp(&v, &last) > 0) {
+			/* a run of ascending items above the key's last value */
+			size_t lim = count - done < per ? count - done : per;
+			r = ascending_run(dcmp, it, lim, isz);
+		}
+		if (r < 2) {
+			kk = k;
+			item = v;
+			if ((rc = dlmdb_dup_put(mc, &kk, &item, flags)))
+				break;
+			if (r == 1)
+				memcpy(lastbuf, it, isz);
+			done++;
+			continue;
+		}
+		memcpy(chunk, it, r * isz);
+		size_t got = 0;
+		rc = dup_append_run(mc, &k, (const char *)chunk, r, (unsigned)isz, flags, &got);
+		if (rc == DL_MULTI_SINGLE) {
+			per = 1;	/* from here on item by item */
+			continue;
+		}
+		done += got;
+		if (got)
+			memcpy(lastbuf, chunk + (got - 1) * isz, isz);
+		if (rc)
+			break;
+	}
+out:
+	data[1].mv_size = done;
+	data[0].mv_data = (void *)(src + (done < count ? done : count - 1) * isz);
 	return rc;
 }
 
@@ -1274,7 +1634,7 @@ int dlmdb_dup_del(MDB_cursor *mc, unsigned flags)
 		dlmdb_txn_changed(txn, mc);
 		if ((rc = dlmdb_cursor_touch(mc)))
 			return rc;
-		if ((rc = dlmdb_tree_del_current(xc, 0)))
+		if ((rc = (flags & DL_DEL_DISCARD) ? dlmdb_tree_del_discard(xc) : dlmdb_tree_del_current(xc, 0)))
 			return rc;
 		n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
 		memcpy(dl_node_data(n), &x->x_db, sizeof x->x_db);
@@ -1444,12 +1804,13 @@ static int maybe_demote(MDB_cursor *mc, MDB_val *k)
 	return 0;
 }
 
-/* mdb_del with a value on a DUPSORT DB: remove just that pair. */
+/* mdb_del with a value on a DUPSORT DB: remove just that pair (mc is
+ * mdb_del's own cursor, discarded after). */
 int dlmdb_dup_del_pair(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 {
 	MDB_val k = *key, d = *data;
 	int rc = dlmdb_dup_get(mc, &k, &d, MDB_GET_BOTH);
 	if (rc)
 		return rc;
-	return dlmdb_dup_del(mc, 0);
+	return dlmdb_dup_del(mc, DL_DEL_DISCARD);
 }

@@ -1214,6 +1214,8 @@ static inline int dl_txn_fail(MDB_txn *txn, int rc)
 /* internal tree_put flags (above every MDB_* write flag) */
 #define DL_PUT_TREE 0x80000000u	/* node carries DL_N_TREE */
 #define DL_PUT_DUP 0x40000000u	/* node carries DL_N_DUP; replaces any node kind */
+#define DL_PUT_HERE 0x20000000u	/* a search for this key (not found) left mc at its
+				 * insertion point: no search again */
 
 /* counted.c: count maintenance (used by put/split/del/dupsort) */
 /* add (entries, keys) to the branch nodes on mc's path above the leaf

@@ -142,6 +142,10 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 			mc->c_ki[mc->c_top]++;
 			eofkeep = DL_C_EOF;	/* LMDB's LAST step marks EOF and keeps it */
 		}
+	} else if ((flags & DL_PUT_HERE) && mc->c_depth && (mc->c_flags & DL_C_INIT)) {
+		/* (the caller's search ran dlmdb_search_root and dlmdb_node_find
+		 * for this key, as the branch below would) */
+		exact = 0;
 	} else {
 		if ((mc->c_flags & DL_C_SAVED) && (rc = dlmdb_cursor_revalidate(mc)))
 			return rc;
@@ -373,10 +377,16 @@ int mdb_cursor_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned int fla
 		data[1].mv_size = 0;
 		return MDB_INCOMPATIBLE;
 	}
+	/* as LMDB: an MDB_MULTIPLE put refused before any item reports none */
+	size_t count = (flags & MDB_MULTIPLE) && data ? data[1].mv_size : 0;
+	if ((flags & MDB_MULTIPLE) && data)
+		data[1].mv_size = 0;
 	int rc = put_checks(mc->c_txn, mc->c_dbi, key, data, flags, MDB_NOOVERWRITE |
 		MDB_NODUPDATA | MDB_RESERVE | MDB_APPEND | MDB_APPENDDUP | MDB_CURRENT | MDB_MULTIPLE);
 	if (rc)
 		return rc;
+	if (flags & MDB_MULTIPLE)
+		data[1].mv_size = count;
 	if ((mc->c_db->d_flags & MDB_DUPSORT) && mc->c_sub)
 		return dlmdb_dup_put(mc, key, data, flags);
 	return dlmdb_tree_put(mc, key, data, flags & ~(MDB_NODUPDATA | MDB_APPENDDUP | MDB_MULTIPLE));

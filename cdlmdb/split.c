@@ -182,6 +182,16 @@ static unsigned stock_cut(const struct item_view *v, int leaf, size_t pmax, unsi
 }
 
 /* Split a full LEAF2 page while inserting key (p_pad bytes) at idx. */
+/* Keys [0, n) of the empty LEAF2 page p := keys (n of ks bytes), as n calls
+ * of dlmdb_pg_add_leaf2 at the end would leave it, in one copy. */
+static void leaf2_fill(dl_page *p, const char *keys, unsigned n, unsigned ks)
+{
+	DL_ASSERT(dl_pg_nkeys(p) == 0 && dl_pg_room(p) >= (size_t)n * ks);
+	memcpy((char *)p + DL_PAGEHDR, keys, (size_t)n * ks);
+	p->p_lower = (uint16_t)(p->p_lower + n * sizeof(indx_t));
+	p->p_upper = (uint16_t)(p->p_upper + n * sizeof(indx_t) - (size_t)n * ks);
+}
+
 static int split_leaf2(MDB_cursor *mc, unsigned level, unsigned idx, const void *key,
 	unsigned putflags)
 {
@@ -218,10 +228,8 @@ static int split_leaf2(MDB_cursor *mc, unsigned level, unsigned idx, const void 
 	uint16_t flags = p->p_flags;
 	dlmdb_pg_init(p, p->p_pgno, flags, (unsigned)psize);
 	p->p_pad = (uint16_t)ks;
-	for (unsigned i = 0; i < cut; i++)
-		dlmdb_pg_add_leaf2(p, i, all + (size_t)i * ks);
-	for (unsigned i = cut; i < m; i++)
-		dlmdb_pg_add_leaf2(right, i - cut, all + (size_t)i * ks);
+	leaf2_fill(p, all, cut, ks);
+	leaf2_fill(right, all + (size_t)cut * ks, m - cut, ks);
 	return split_finish(mc, level, p, right, sepbuf, ks, putflags);
 }
 
