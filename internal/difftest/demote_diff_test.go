@@ -73,8 +73,13 @@ func TestDifferentialDupDemote(t *testing.T) {
 	if isolate(t) {
 		return
 	}
-	st := differential(t, genDemoteOps, 200000)
-	if subject.name() == "ours" && !*flagNoDemote && st.demotions == 0 && *flagSeed == 0 {
+	dupDemote(t, subject, 1)
+}
+
+// dupDemote runs the demotion workload with engine a, budget divided by div.
+func dupDemote(t *testing.T, a engine, div int) {
+	st := differentialOf(t, a, genDemoteOps, 200000, div)
+	if a.name() != "stock" && !*flagNoDemote && st.demotions == 0 && *flagSeed == 0 {
 		t.Errorf("the demotion workload demoted nothing (%d sequences)", st.sequences)
 	}
 }
