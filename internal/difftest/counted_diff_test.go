@@ -373,12 +373,7 @@ func extDifferentialOf(t *testing.T, ext extEngine, gen func(int64) []op, perSca
 		if add != uint(dl.Counted) {
 			salt ^= int64(add) << 20
 		}
-		r := rand.New(rand.NewSource(masterSeed(t) ^ salt))
-		for n, budget := 0, perScale*testScale(t)/div; n < budget; {
-			s := r.Int63()
-			seeds = append(seeds, s)
-			n += len(gen(s))
-		}
+		seeds = pickSeeds(rand.New(rand.NewSource(masterSeed(t)^salt)), gen, perScale*testScale(t), div)
 	}
 	total, failures := 0, 0
 	stats := &opStats{codes: map[opKind]map[int]int{}}

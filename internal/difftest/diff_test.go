@@ -1833,6 +1833,44 @@ func differential(t *testing.T, gen func(int64) []op, perScale int) *opStats {
 	return differentialOf(t, subject, gen, perScale, 1)
 }
 
+// pickSeeds draws sequence seeds from r until their op lists reach budget
+// operations. With div > 1 it returns the start of that same list, enough
+// seeds for budget/div operations and, beyond that, until every op kind of
+// the whole list has occurred (a short run still tries everything the
+// full one does).
+func pickSeeds(r *rand.Rand, gen func(int64) []op, budget, div int) []int64 {
+	var seeds []int64
+	var lens []int
+	var kinds []map[opKind]bool
+	all := map[opKind]bool{}
+	for n := 0; n < budget; {
+		s := r.Int63()
+		ops := gen(s)
+		seeds, lens = append(seeds, s), append(lens, len(ops))
+		n += len(ops)
+		if div > 1 {
+			k := map[opKind]bool{}
+			for _, o := range ops {
+				k[o.kind], all[o.kind] = true, true
+			}
+			kinds = append(kinds, k)
+		}
+	}
+	if div <= 1 {
+		return seeds
+	}
+	seen, n := map[opKind]bool{}, 0
+	for i := range seeds {
+		for k := range kinds[i] {
+			seen[k] = true
+		}
+		if n += lens[i]; n >= budget/div && len(seen) == len(all) {
+			return seeds[:i+1]
+		}
+	}
+	return seeds
+}
+
 // differentialOf runs the differential test with engine a against stock:
 // the sequences of the master seed's stream up to perScale*scale/div
 // operations (div > 1: the first part of the stream a file run with div
@@ -1844,16 +1882,11 @@ func differentialOf(t *testing.T, a engine, gen func(int64) []op, perScale, div 
 	base := t.TempDir()
 
 	var seeds []int64
-	budget := perScale * testScale(t) / div
+	budget := perScale * testScale(t)
 	if *flagSeed != 0 {
 		seeds = []int64{*flagSeed}
 	} else {
-		r := rand.New(rand.NewSource(masterSeed(t)))
-		for n := 0; n < budget; {
-			s := r.Int63()
-			seeds = append(seeds, s)
-			n += len(gen(s))
-		}
+		seeds = pickSeeds(rand.New(rand.NewSource(masterSeed(t))), gen, budget, div)
 	}
 	total, failures := 0, 0
 	stats := &opStats{codes: map[opKind]map[int]int{}}

@@ -73,12 +73,7 @@ func differentialWriteMapOf(t *testing.T, sub engine, gen func(int64) []op, perS
 	if *flagSeed != 0 {
 		seeds = []int64{*flagSeed}
 	} else {
-		r := rand.New(rand.NewSource(masterSeed(t) ^ salt))
-		for n, budget := 0, perScale*testScale(t)/div; n < budget; {
-			s := r.Int63()
-			seeds = append(seeds, s)
-			n += len(gen(s))
-		}
+		seeds = pickSeeds(rand.New(rand.NewSource(masterSeed(t)^salt)), gen, perScale*testScale(t), div)
 	}
 	stats := &opStats{codes: map[opKind]map[int]int{}}
 	total := 0
