@@ -240,3 +240,25 @@ func compatEqual(a, b compatModel) bool {
 		return maps.EqualFunc(x, y, func(p, q []byte) bool { return string(p) == string(q) })
 	})
 }
+
+// TestConcurrentReadersWriterInMemory: the bank test of concurrency_test.go
+// on an in-memory env: one writer goroutine, reader goroutines with fresh,
+// pooled (Reset/Renew) and long-held snapshots, one snapshot held over the
+// whole run; every snapshot must hold whole commits only.
+func TestConcurrentReadersWriterInMemory(t *testing.T) {
+	dir := t.TempDir()
+	env, err := memSubject.openEnv(dir, bankOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.close()
+	bankInitEnv(t, env)
+	concurrentReadersWriter(t, memSubject, env)
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Errorf("the in-memory env's directory: %v, %d entries; want none", err, len(ents))
+	}
+}
+
+// TestDBIHandlePollingInMemory: goroutines polling for DBs that a writer
+// creates, fills and drops (dbipoll_test.go), on an in-memory env.
+func TestDBIHandlePollingInMemory(t *testing.T) { dbiPolling(t, memSubject) }
