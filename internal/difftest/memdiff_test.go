@@ -262,3 +262,12 @@ func TestConcurrentReadersWriterInMemory(t *testing.T) {
 // TestDBIHandlePollingInMemory: goroutines polling for DBs that a writer
 // creates, fills and drops (dbipoll_test.go), on an in-memory env.
 func TestDBIHandlePollingInMemory(t *testing.T) { dbiPolling(t, memSubject) }
+
+// The DBI handle tests against stock with our side in memory (every
+// schedule: they are cheap): handle lifetimes over snapshots, nested txns
+// and readers, slot reuse under a live reader, a slot bound by a reader.
+func TestDBIHandleLifetimesDiffInMemory(t *testing.T) { dbiHandleLifetimes(t, memSubject, 1) }
+
+func TestDBISlotReuseLiveReaderInMemory(t *testing.T) { dbiSlotReuse(t, memSubject, 1) }
+
+func TestDBISlotBoundByReaderInMemory(t *testing.T) { dbiSlotBound(t, memSubject) }
