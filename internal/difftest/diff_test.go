@@ -1841,30 +1841,29 @@ func differential(t *testing.T, gen func(int64) []op, perScale int) *opStats {
 func pickSeeds(r *rand.Rand, gen func(int64) []op, budget, div int) []int64 {
 	var seeds []int64
 	var lens []int
-	var kinds []map[opKind]bool
-	all := map[opKind]bool{}
+	var kinds []uint64 // bit k: the sequence has an op of kind k
+	var all uint64
 	for n := 0; n < budget; {
 		s := r.Int63()
 		ops := gen(s)
 		seeds, lens = append(seeds, s), append(lens, len(ops))
 		n += len(ops)
 		if div > 1 {
-			k := map[opKind]bool{}
+			var k uint64
 			for _, o := range ops {
-				k[o.kind], all[o.kind] = true, true
+				k |= 1 << o.kind
 			}
-			kinds = append(kinds, k)
+			kinds, all = append(kinds, k), all|k
 		}
 	}
 	if div <= 1 {
 		return seeds
 	}
-	seen, n := map[opKind]bool{}, 0
+	var seen uint64
+	n := 0
 	for i := range seeds {
-		for k := range kinds[i] {
-			seen[k] = true
-		}
-		if n += lens[i]; n >= budget/div && len(seen) == len(all) {
+		seen |= kinds[i]
+		if n += lens[i]; n >= budget/div && seen == all {
 			return seeds[:i+1]
 		}
 	}
@@ -1935,3 +1934,6 @@ func differentialOf(t *testing.T, a engine, gen func(int64) []op, perScale, div 
 		a.name(), b.name(), len(seeds), total, stats)
 	return stats
 }
+
+// pickSeeds keeps the op kinds of a sequence in one uint64.
+var _ = [64 - numOpKinds]int{}
