@@ -229,3 +229,7 @@ var (
 	subject    engine = oursEngine{}
 	memSubject        = oursEngine{mem: true}
 )
+
+// subjects: the engine under test on files and in memory, for the pinned
+// sequences that run in both modes.
+func subjects() []engine { return []engine{subject, memSubject} }
