@@ -353,12 +353,12 @@ func countedDifferential(t *testing.T, gen func(int64) []op, perScale int) {
 }
 
 func extDifferential(t *testing.T, add uint, gen func(int64) []op, perScale int) {
-	extDifferentialOf(t, extEngine{add: add}, gen, perScale, 1)
+	extDifferentialOf(t, extEngine{add: add}, gen, perScale, whole)
 }
 
 // extDifferentialOf: extDifferential with the engine given (in memory or
-// not) and the budget divided by div, as differentialOf.
-func extDifferentialOf(t *testing.T, ext extEngine, gen func(int64) []op, perScale, div int) *opStats {
+// not) on the part p of the seed stream, as differentialOf.
+func extDifferentialOf(t *testing.T, ext extEngine, gen func(int64) []op, perScale int, p part) *opStats {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	add := ext.add
@@ -373,7 +373,7 @@ func extDifferentialOf(t *testing.T, ext extEngine, gen func(int64) []op, perSca
 		if add != uint(dl.Counted) {
 			salt ^= int64(add) << 20
 		}
-		seeds = pickSeeds(rand.New(rand.NewSource(masterSeed(t)^salt)), gen, perScale*testScale(t), div)
+		seeds = pickSeeds(rand.New(rand.NewSource(masterSeed(t)^salt)), gen, perScale*testScale(t), p)
 	}
 	total, failures := 0, 0
 	stats := &opStats{codes: map[opKind]map[int]int{}}

@@ -73,13 +73,23 @@ func TestDifferentialDupDemote(t *testing.T) {
 	if isolate(t) {
 		return
 	}
-	dupDemote(t, subject, 1)
+	dupDemote(t, subject, whole)
 }
 
-// dupDemote runs the demotion workload with engine a, budget divided by div.
-func dupDemote(t *testing.T, a engine, div int) {
-	st := differentialOf(t, a, genDemoteOps, 200000, div)
+// demoteWeights: the op kinds of the demotion workload (its phases change
+// the weights of dupWeights, not which kinds occur).
+var demoteWeights = func() [numOpKinds]int {
+	w := dupWeights
+	w[opDrop], w[opReopen] = 0, 0
+	return w
+}()
+
+// dupDemote runs the demotion workload with engine a on the part p of the
+// seed stream.
+func dupDemote(t *testing.T, a engine, p part) *opStats {
+	st := differentialOf(t, a, genDemoteOps, 200000, p)
 	if a.name() != "stock" && !*flagNoDemote && st.demotions == 0 && *flagSeed == 0 {
 		t.Errorf("the demotion workload demoted nothing (%d sequences)", st.sequences)
 	}
+	return st
 }

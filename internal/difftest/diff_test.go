@@ -1830,51 +1830,55 @@ func TestDifferentialDupSort(t *testing.T) {
 }
 
 func differential(t *testing.T, gen func(int64) []op, perScale int) *opStats {
-	return differentialOf(t, subject, gen, perScale, 1)
+	return differentialOf(t, subject, gen, perScale, whole)
 }
 
+// part is the part of a workload's seed stream a run takes: all of it
+// (div 1, whole), or the sequences of its first 1/div operations, extended
+// sequence by sequence until every op kind with a weight in kinds has
+// occurred (up to the whole stream), so that a short run still tries
+// everything.
+type part struct {
+	div   int
+	kinds [numOpKinds]int
+}
+
+var whole = part{div: 1}
+
 // pickSeeds draws sequence seeds from r until their op lists reach budget
-// operations. With div > 1 it returns the start of that same list, enough
-// seeds for budget/div operations and, beyond that, until every op kind of
-// the whole list has occurred (a short run still tries everything the
-// full one does).
-func pickSeeds(r *rand.Rand, gen func(int64) []op, budget, div int) []int64 {
+// operations, or the part p of that list.
+func pickSeeds(r *rand.Rand, gen func(int64) []op, budget int, p part) []int64 {
+	var want uint64 // bit k: kind k must occur
+	for k, w := range p.kinds {
+		if w > 0 {
+			want |= 1 << k
+		}
+	}
 	var seeds []int64
-	var lens []int
-	var kinds []uint64 // bit k: the sequence has an op of kind k
-	var all uint64
+	var seen uint64
 	for n := 0; n < budget; {
 		s := r.Int63()
 		ops := gen(s)
-		seeds, lens = append(seeds, s), append(lens, len(ops))
+		seeds = append(seeds, s)
 		n += len(ops)
-		if div > 1 {
-			var k uint64
-			for _, o := range ops {
-				k |= 1 << o.kind
-			}
-			kinds, all = append(kinds, k), all|k
+		if p.div <= 1 {
+			continue
 		}
-	}
-	if div <= 1 {
-		return seeds
-	}
-	var seen uint64
-	n := 0
-	for i := range seeds {
-		seen |= kinds[i]
-		if n += lens[i]; n >= budget/div && seen == all {
-			return seeds[:i+1]
+		for _, o := range ops {
+			seen |= 1 << o.kind
+		}
+		if n >= budget/p.div && seen&want == want {
+			break
 		}
 	}
 	return seeds
 }
 
-// differentialOf runs the differential test with engine a against stock:
-// the sequences of the master seed's stream up to perScale*scale/div
-// operations (div > 1: the first part of the stream a file run with div
-// 1 replays, so an in-memory run repeats sequences of the file run).
-func differentialOf(t *testing.T, a engine, gen func(int64) []op, perScale, div int) *opStats {
+// differentialOf runs the differential test with engine a against stock on
+// the part p of the master seed's stream of perScale*scale operations (a
+// part repeats the first sequences of the whole, so an in-memory run
+// replays sequences of the file run).
+func differentialOf(t *testing.T, a engine, gen func(int64) []op, perScale int, p part) *opStats {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b := engine(stockEngine{})
@@ -1885,7 +1889,7 @@ func differentialOf(t *testing.T, a engine, gen func(int64) []op, perScale, div 
 	if *flagSeed != 0 {
 		seeds = []int64{*flagSeed}
 	} else {
-		seeds = pickSeeds(rand.New(rand.NewSource(masterSeed(t))), gen, budget, div)
+		seeds = pickSeeds(rand.New(rand.NewSource(masterSeed(t))), gen, budget, p)
 	}
 	total, failures := 0, 0
 	stats := &opStats{codes: map[opKind]map[int]int{}}
@@ -1935,5 +1939,5 @@ func differentialOf(t *testing.T, a engine, gen func(int64) []op, perScale, div 
 	return stats
 }
 
-// pickSeeds keeps the op kinds of a sequence in one uint64.
+// pickSeeds keeps a set of op kinds in one uint64.
 var _ = [64 - numOpKinds]int{}

@@ -59,12 +59,12 @@ func TestDifferentialWriteMapDupSort(t *testing.T) {
 }
 
 func differentialWriteMap(t *testing.T, gen func(int64) []op, perScale int, salt int64) {
-	differentialWriteMapOf(t, subject, gen, perScale, 1, salt)
+	differentialWriteMapOf(t, subject, gen, perScale, whole, salt)
 }
 
 // differentialWriteMapOf: the WriteMap differential with sub (in memory or
-// not) under WriteMap, the budget divided by div as in differentialOf.
-func differentialWriteMapOf(t *testing.T, sub engine, gen func(int64) []op, perScale, div int, salt int64) *opStats {
+// not) under WriteMap, on the part p of the seed stream as differentialOf.
+func differentialWriteMapOf(t *testing.T, sub engine, gen func(int64) []op, perScale int, p part, salt int64) *opStats {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	a, b := engine(writemapEngine{sub}), engine(stockEngine{})
@@ -73,7 +73,7 @@ func differentialWriteMapOf(t *testing.T, sub engine, gen func(int64) []op, perS
 	if *flagSeed != 0 {
 		seeds = []int64{*flagSeed}
 	} else {
-		seeds = pickSeeds(rand.New(rand.NewSource(masterSeed(t)^salt)), gen, perScale*testScale(t), div)
+		seeds = pickSeeds(rand.New(rand.NewSource(masterSeed(t)^salt)), gen, perScale*testScale(t), p)
 	}
 	stats := &opStats{codes: map[opKind]map[int]int{}}
 	total := 0
