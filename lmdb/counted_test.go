@@ -261,6 +261,8 @@ type cntConfig struct {
 	// a long prefix
 	compress bool
 	prefix   string
+	// mem: the env is InMemory; a reopen then checks a copy instead
+	mem bool
 }
 
 type cntRun struct {
@@ -283,6 +285,8 @@ type cntRun struct {
 	pcTxn *Txn
 	// the largest sizes seen, reported at the end
 	peakEntries, peakDups int
+	// copies checked in place of a reopen (mem)
+	copies int
 	// leaf pages of the counted and of the twin database, summed over the
 	// states after each batch (compressed runs)
 	leavesC, leavesU uint64
@@ -324,7 +328,11 @@ func (r *cntRun) open() {
 	if err := env.SetMapSize(256 << 20); err != nil {
 		r.t.Fatal(err)
 	}
-	if err := env.Open(r.dir, 0, 0o600); err != nil {
+	path, flags := r.dir, uint(0)
+	if r.cfg.mem {
+		path, flags = "", InMemory
+	}
+	if err := env.Open(path, flags, 0o600); err != nil {
 		env.Close()
 		r.t.Fatal(err)
 	}
@@ -361,6 +369,10 @@ func (r *cntRun) open() {
 }
 
 func (r *cntRun) reopen() {
+	if r.cfg.mem {
+		r.checkCopy()
+		return
+	}
 	r.did("commit, close and reopen the environment")
 	if err := r.env.Close(); err != nil {
 		r.fatalf("close: %v", err)
@@ -370,6 +382,61 @@ func (r *cntRun) reopen() {
 		r.fatalf("Env.Check after reopen: %v", err)
 	}
 	r.view(func(txn *Txn) { r.checkAll(txn) })
+}
+
+// checkCopy is reopen for an in-memory env, whose data a close would end:
+// the committed state is copied to a data file (plain and compacting in
+// turn), which is opened as a file env and must pass Env.Check and the full
+// comparison with the model; the run goes on in memory.
+func (r *cntRun) checkCopy() {
+	r.copies++
+	compact := r.copies%2 == 0
+	r.did(fmt.Sprintf("copy the in-memory environment to a file (compact: %v) and check the copy", compact))
+	dir, err := os.MkdirTemp(r.dir, "copy")
+	if err != nil {
+		r.fatalf("%v", err)
+	}
+	defer os.RemoveAll(dir)
+	if compact {
+		err = r.env.CopyFlag(dir, CopyCompact)
+	} else {
+		err = r.env.Copy(dir)
+	}
+	if err != nil {
+		r.fatalf("copy: %v", err)
+	}
+	env, err := NewEnv()
+	if err != nil {
+		r.fatalf("%v", err)
+	}
+	defer env.Close()
+	if err := env.SetMaxDBs(4); err != nil {
+		r.fatalf("%v", err)
+	}
+	if err := env.Open(dir, Readonly, 0o600); err != nil {
+		r.fatalf("open the copy: %v", err)
+	}
+	if err := env.Check(); err != nil {
+		r.fatalf("Env.Check of the copy: %v", err)
+	}
+	live, liveU := r.cdb, r.udb
+	defer func() { r.cdb, r.udb = live, liveU }()
+	err = env.View(func(txn *Txn) (err error) {
+		if r.cdb, err = txn.OpenDBI("counted", 0); err != nil {
+			return err
+		}
+		if r.udb, err = txn.OpenDBI("plain", 0); err != nil {
+			return err
+		}
+		if f, err := txn.Flags(r.cdb); err != nil || f&Counted == 0 || (f&PrefixCompression != 0) != r.cfg.compress {
+			return fmt.Errorf("counted db flags in the copy %#x, %v", f, err)
+		}
+		r.checkAll(txn)
+		return nil
+	})
+	if err != nil {
+		r.fatalf("the copy: %v", err)
+	}
 }
 
 func (r *cntRun) view(fn func(txn *Txn)) {
@@ -1336,8 +1403,24 @@ func cntTestConfig(t *testing.T, cfg cntConfig, seed int64, steps int) {
 		t.Logf("%s: leaf pages summed over the batches: %d compressed, %d plain", cfg.name, r.leavesC, r.leavesU)
 	}
 	r.reopen()
-	t.Logf("%s: %d steps, %d entries at the end, at most %d entries and %d values on one key",
-		cfg.name, steps, len(r.m.ents), r.peakEntries, r.peakDups)
+	t.Logf("%s: %d steps, %d entries at the end, at most %d entries and %d values on one key, %d copies checked (in memory)",
+		cfg.name, steps, len(r.m.ents), r.peakEntries, r.peakDups, r.copies)
+}
+
+// cntModes runs one configuration on a file env (subtest cfg.name) and in
+// memory (cfg.name+"-mem"): the same seed, so the in-memory run replays the
+// file run, its first third (steps/3) where div is 3. (The prefix runs take
+// every step in memory too: their check that compression saved leaf pages
+// wants a workload of their full size.)
+func cntModes(t *testing.T, cfg cntConfig, seed int64, steps, div int) {
+	t.Run(cfg.name, func(t *testing.T) {
+		cntTestConfig(t, cfg, cntSubSeed(seed, cfg.name), steps)
+	})
+	mem := cfg
+	mem.mem = true
+	t.Run(cfg.name+"-mem", func(t *testing.T) {
+		cntTestConfig(t, mem, cntSubSeed(seed, cfg.name), max(steps/div, 1))
+	})
 }
 
 // TestCountedRandomOps is the model test described at the top of the file.
@@ -1354,9 +1437,7 @@ func TestCountedRandomOps(t *testing.T) {
 		{name: "plain-longkeys", long: true},
 		{name: "dupsort-long", flags: DupSort, long: true},
 	} {
-		t.Run(cfg.name, func(t *testing.T) {
-			cntTestConfig(t, cfg, cntSubSeed(seed, cfg.name), steps)
-		})
+		cntModes(t, cfg, seed, steps, 3)
 	}
 }
 
@@ -1394,9 +1475,7 @@ func TestCountedPrefixRandomOps(t *testing.T) {
 		{name: "prefix-integerkey", flags: IntegerKey, compress: true},
 		{name: "prefix-dupsort-long", flags: DupSort, long: true, compress: true, prefix: pfx},
 	} {
-		t.Run(cfg.name, func(t *testing.T) {
-			cntTestConfig(t, cfg, cntSubSeed(seed, cfg.name), steps)
-		})
+		cntModes(t, cfg, seed, steps, 1)
 	}
 }
 

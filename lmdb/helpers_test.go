@@ -23,12 +23,30 @@ func openEnv(t testing.TB, flags uint) *Env {
 	if err := env.SetMapSize(64 << 20); err != nil {
 		t.Fatalf("SetMapSize: %v", err)
 	}
-	if err := env.Open(t.TempDir(), flags, 0o600); err != nil {
+	path := ""
+	if flags&InMemory == 0 {
+		path = t.TempDir()
+	}
+	if err := env.Open(path, flags, 0o600); err != nil {
 		env.Close()
 		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() { env.Close() })
 	return env
+}
+
+// envModes is the file / in-memory matrix of the model tests: the flags
+// openEnv gets in each mode.
+var envModes = []struct {
+	name  string
+	flags uint
+}{{"file", 0}, {"mem", InMemory}}
+
+// inModes runs body once per env mode, as subtests named after the mode.
+func inModes(t *testing.T, body func(t *testing.T, flags uint)) {
+	for _, m := range envModes {
+		t.Run(m.name, func(t *testing.T) { body(t, m.flags) })
+	}
 }
 
 // mustUpdate runs fn in a write transaction and fails the test on error.

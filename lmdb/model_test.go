@@ -34,7 +34,9 @@ func (m model) sortedKeys() []string {
 // transactions and aborted transactions through the Go API and compares
 // every read, cursor scan and seek with a map. The seed is printed so a
 // failure can be replayed.
-func TestRandomOpsAgainstModel(t *testing.T) {
+func TestRandomOpsAgainstModel(t *testing.T) { inModes(t, testRandomOpsAgainstModel) }
+
+func testRandomOpsAgainstModel(t *testing.T, envFlags uint) {
 	seed := int64(os.Getpid())
 	if s := os.Getenv("DLMDB_MODEL_SEED"); s != "" {
 		seed, _ = strconv.ParseInt(s, 10, 64)
@@ -42,7 +44,7 @@ func TestRandomOpsAgainstModel(t *testing.T) {
 	t.Logf("seed %d (replay with DLMDB_MODEL_SEED=%d)", seed, seed)
 	rng := rand.New(rand.NewSource(seed))
 
-	env := openEnv(t, 0)
+	env := openEnv(t, envFlags)
 	dbi := openDB(t, env, "model", 0)
 	committed := model{}
 
@@ -301,8 +303,10 @@ func (m dupModel) count() (n int) {
 // TestRandomDupOpsAgainstModel drives a DupSort database with random
 // puts, NoDupData puts, value deletes and whole-key deletes, then checks
 // every duplicate-aware cursor operation against the model.
-func TestRandomDupOpsAgainstModel(t *testing.T) {
-	env := openEnv(t, 0)
+func TestRandomDupOpsAgainstModel(t *testing.T) { inModes(t, testRandomDupOpsAgainstModel) }
+
+func testRandomDupOpsAgainstModel(t *testing.T, envFlags uint) {
+	env := openEnv(t, envFlags)
 	requireDupSort(t, env, 0)
 	seed := int64(os.Getpid()) + 7
 	if s := os.Getenv("DLMDB_MODEL_SEED"); s != "" {
@@ -592,17 +596,19 @@ func TestRandomCursorPrograms(t *testing.T) {
 		t.Setenv("DLMDB_MODEL_SEED", strconv.Itoa(os.Getpid()+13))
 	}
 	t.Logf("seed %s", os.Getenv("DLMDB_MODEL_SEED"))
-	inChild(t, testRandomCursorPrograms)
+	inModes(t, func(t *testing.T, envFlags uint) {
+		inChild(t, func(t *testing.T) { testRandomCursorPrograms(t, envFlags) })
+	})
 }
 
-func testRandomCursorPrograms(t *testing.T) {
+func testRandomCursorPrograms(t *testing.T, envFlags uint) {
 	seed := int64(os.Getpid()) + 13
 	if s := os.Getenv("DLMDB_MODEL_SEED"); s != "" {
 		seed, _ = strconv.ParseInt(s, 10, 64)
 	}
 	t.Logf("seed %d (replay with DLMDB_MODEL_SEED=%d)", seed, seed)
 	rng := rand.New(rand.NewSource(seed))
-	env := openEnv(t, 0)
+	env := openEnv(t, envFlags)
 	dbi := openDB(t, env, "programs", DupSort)
 	for i := 0; i < 300*testScale(); i++ {
 		prog := make([]byte, rng.Intn(200))

@@ -4,6 +4,9 @@ package difftest
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"syscall"
 
 	lmdb "github.com/dlmdb/dlmdb-go/lmdb"
@@ -11,9 +14,20 @@ import (
 
 // oursEngine is our engine through our drop-in lmdb package (this file mirrors
 // adapter_stock_test.go; keep the two in step).
-type oursEngine struct{}
+type oursEngine struct {
+	// mem: every env is opened InMemory. The path handed to openEnv is
+	// then no env's file: it is the directory the harness copies the env
+	// into when it needs a data file (memEnv), and it must stay empty
+	// otherwise.
+	mem bool
+}
 
-func (oursEngine) name() string   { return "ours" }
+func (e oursEngine) name() string {
+	if e.mem {
+		return "ours-mem"
+	}
+	return "ours"
+}
 func (oursEngine) hasCheck() bool { return true }
 
 func (oursEngine) code(err error) int {
@@ -35,7 +49,15 @@ func (oursEngine) code(err error) int {
 	return errNotErrno
 }
 
-func (oursEngine) openEnv(path string, o envOpts) (tEnv, error) {
+func (e oursEngine) openEnv(path string, o envOpts) (tEnv, error) {
+	env, err := openOurs(path, o, e.mem)
+	if err != nil {
+		return nil, err
+	}
+	return &oursEnv{e: env, mem: e.mem, dir: path}, nil
+}
+
+func openOurs(path string, o envOpts, mem bool) (*lmdb.Env, error) {
 	e, err := lmdb.NewEnv()
 	if err != nil {
 		return nil, err
@@ -56,14 +78,48 @@ func (oursEngine) openEnv(path string, o envOpts) (tEnv, error) {
 	if mode == 0 {
 		mode = 0o644
 	}
-	if err := e.Open(path, o.flags, mode); err != nil {
+	flags := o.flags
+	if mem {
+		path, flags = "", flags|lmdb.InMemory
+	}
+	if err := e.Open(path, flags, mode); err != nil {
 		e.Close()
 		return nil, err
 	}
-	return &oursEnv{e}, nil
+	return e, nil
 }
 
-type oursEnv struct{ e *lmdb.Env }
+type oursEnv struct {
+	e   *lmdb.Env
+	mem bool   // opened InMemory
+	dir string // the path given to openEnv (with mem: where copies go)
+}
+
+func (s *oursEnv) inMemory() bool { return s.mem }
+
+// openSnapshot opens a copy made by snapshotFile as an ordinary file env
+// of our engine, read-only.
+func (s *oursEnv) openSnapshot(dir string) (tEnv, error) {
+	return oursEngine{}.openEnv(dir, envOpts{maxDBs: 64, flags: fReadonly})
+}
+
+func (s *oursEnv) snapshotFile(name string) (string, error) {
+	if !s.mem {
+		return "", fmt.Errorf("snapshotFile: %s is not an in-memory env", s.dir)
+	}
+	dir := filepath.Join(s.dir, name)
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := s.e.Copy(dir); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
 
 func (s *oursEnv) begin(parent tTxn, flags uint) (tTxn, error) {
 	var p *lmdb.Txn
@@ -167,5 +223,13 @@ func (s *oursCursor) putMulti(k, page []byte, stride int, flags uint) error {
 }
 func (s *oursCursor) close() { s.c.Close() }
 
-// subject is the engine under test.
-var subject engine = oursEngine{}
+// subject is the engine under test; memSubject the same with every env in
+// memory (InMemory), for the in-memory half of the matrix (memdiff_test.go).
+var (
+	subject    engine = oursEngine{}
+	memSubject        = oursEngine{mem: true}
+)
+
+// subjects: the engine under test on files and in memory, for the pinned
+// sequences that run in both modes.
+func subjects() []engine { return []engine{subject, memSubject} }

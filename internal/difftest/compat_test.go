@@ -81,6 +81,12 @@ func compatWrite(t *testing.T, eng engine, dir string, m compatModel, r *rand.Ra
 		t.Fatalf("%s: open %s: %v", eng.name(), dir, err)
 	}
 	defer env.close()
+	compatWriteEnv(t, eng, env, m, r, txns)
+}
+
+// compatWriteEnv is compatWrite on an env already open.
+func compatWriteEnv(t *testing.T, eng engine, env tEnv, m compatModel, r *rand.Rand, txns int) {
+	t.Helper()
 	for i := 0; i < txns; i++ {
 		txn, err := env.begin(nil, 0)
 		if err != nil {

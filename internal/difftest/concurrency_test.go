@@ -50,13 +50,18 @@ func u64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
 func acctKey(i int) []byte { return []byte(fmt.Sprintf("acct%03d", i)) }
 
 func bankInit(t *testing.T, dir string) {
-	runtime.LockOSThread() // the write txn must end on the thread that began it
-	defer runtime.UnlockOSThread()
 	env, err := subject.openEnv(dir, bankOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer env.close()
+	bankInitEnv(t, env)
+}
+
+// bankInitEnv creates the bank's DBs and accounts in env.
+func bankInitEnv(t *testing.T, env tEnv) {
+	runtime.LockOSThread() // the write txn must end on the thread that began it
+	defer runtime.UnlockOSThread()
 	txn, err := env.begin(nil, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -155,6 +160,11 @@ func bankCheckWith(eng engine, env tEnv, d bankDBIs) (uint64, error) {
 		return 0, err
 	}
 	defer txn.abort()
+	return bankCheckTxn(eng, txn, d)
+}
+
+// bankCheckTxn verifies the invariants in the snapshot of txn; returns gen.
+func bankCheckTxn(eng engine, txn tTxn, d bankDBIs) (uint64, error) {
 	sum := func() (uint64, int, error) {
 		c, err := txn.cursor(d.acct)
 		if err != nil {
@@ -209,6 +219,16 @@ func TestConcurrentReadersWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer env.close()
+	concurrentReadersWriter(t, subject, env)
+}
+
+// concurrentReadersWriter: one writer goroutine commits (and aborts) bank
+// txns on env, initialised by bankInit, while reader goroutines check that
+// every snapshot they see holds whole commits only: readers 0 and 3 begin
+// a fresh read txn per check, reader 1 keeps one txn that it resets and
+// renews between checks (a pooled reader), reader 2 holds each snapshot
+// over many of the writer's commits and checks that it does not change.
+func concurrentReadersWriter(t *testing.T, eng engine, env tEnv) {
 	var d bankDBIs
 	func() {
 		runtime.LockOSThread()
@@ -224,6 +244,16 @@ func TestConcurrentReadersWriter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}()
+	// a snapshot held over the whole run: it must end as it began
+	held, err := env.begin(nil, fReadonly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.abort()
+	gen0, err := bankCheckTxn(eng, held, d)
+	if err != nil {
+		t.Fatal(err)
+	}
 	seed := masterSeed(t)
 	writes := 1500 * testScale(t)
 	var done atomic.Bool
@@ -255,9 +285,24 @@ func TestConcurrentReadersWriter(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			var last uint64
+			var pooled tTxn
+			defer func() {
+				if pooled != nil {
+					pooled.abort()
+				}
+			}()
 			for {
 				finished := done.Load()
-				gen, err := bankCheck(env, d)
+				var gen uint64
+				var err error
+				switch i {
+				case 1:
+					gen, pooled, err = pooledCheck(eng, env, pooled, d)
+				case 2:
+					gen, err = heldCheck(eng, env, d, &done)
+				default:
+					gen, err = bankCheckWith(eng, env, d)
+				}
 				if err != nil {
 					errs[i] = err
 					return
@@ -283,17 +328,93 @@ func TestConcurrentReadersWriter(t *testing.T) {
 			t.Errorf("reader %d: %v", i, err)
 		}
 	}
-	gen, err := bankCheck(env, d)
+	gen, err := bankCheckWith(eng, env, d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if gen != uint64(committed) {
 		t.Errorf("final gen %d, writer committed %d", gen, committed)
 	}
+	if g, err := bankCheckTxn(eng, held, d); err != nil || g != gen0 {
+		t.Errorf("the snapshot held over the run: gen %d, %v; want gen %d as at its start", g, err, gen0)
+	}
+	for i := 0; i < accounts; i++ {
+		if v, err := held.get(d.acct, acctKey(i)); err != nil || binary.LittleEndian.Uint64(v) != initialBalance {
+			t.Fatalf("the snapshot held over the run: account %d = %x, %v; want %d", i, v, err, initialBalance)
+		}
+	}
 	if err := env.check(); err != nil {
 		t.Errorf("Check: %v", err)
 	}
 	t.Logf("%d write txns (%d committed), reader snapshots checked: %v", writes, committed, checks)
+}
+
+// pooledCheck checks the snapshot of a read txn kept between calls: reset
+// after each check, renewed (a newer snapshot) for the next.
+func pooledCheck(eng engine, env tEnv, txn tTxn, d bankDBIs) (uint64, tTxn, error) {
+	if txn == nil {
+		var err error
+		if txn, err = env.begin(nil, fReadonly); err != nil {
+			return 0, nil, err
+		}
+	} else if err := txn.renew(); err != nil {
+		return 0, txn, fmt.Errorf("renew: %w", err)
+	}
+	gen, err := bankCheckTxn(eng, txn, d)
+	txn.reset()
+	return gen, txn, err
+}
+
+// heldCheck holds one snapshot while the writer goes on (until it has
+// committed a few times more, or finished), checking it again and again:
+// its gen and its balances must stay those of the first check.
+func heldCheck(eng engine, env tEnv, d bankDBIs, done *atomic.Bool) (uint64, error) {
+	txn, err := env.begin(nil, fReadonly)
+	if err != nil {
+		return 0, err
+	}
+	defer txn.abort()
+	balances := func() ([]byte, error) {
+		var all []byte
+		for i := 0; i < accounts; i++ {
+			v, err := txn.get(d.acct, acctKey(i))
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, v...)
+		}
+		return all, nil
+	}
+	gen, err := bankCheckTxn(eng, txn, d)
+	if err != nil {
+		return 0, err
+	}
+	first, err := balances()
+	if err != nil {
+		return 0, err
+	}
+	for polls := 0; polls < 200 && !done.Load(); polls++ {
+		newest, err := bankCheckWith(eng, env, d)
+		if err != nil {
+			return 0, err
+		}
+		g, err := bankCheckTxn(eng, txn, d)
+		if err != nil {
+			return 0, err
+		}
+		now, err := balances()
+		if err != nil {
+			return 0, err
+		}
+		if g != gen || string(now) != string(first) {
+			return 0, fmt.Errorf("a held snapshot changed: gen %d, then %d (balances equal: %v)", gen, g, string(now) == string(first))
+		}
+		if newest >= gen+5 {
+			break
+		}
+		runtime.Gosched()
+	}
+	return gen, nil
 }
 
 // bankChild is the second process: it commits DIFFTEST_WRITES write txns on

@@ -5,6 +5,7 @@ package difftest
 import (
 	"fmt"
 	"math/rand"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -37,6 +38,9 @@ func (e extEngine) name() string {
 	if e.add&uint(dl.Counted) != 0 {
 		n += "-counted"
 	}
+	if e.mem {
+		n += "-mem"
+	}
 	return n
 }
 
@@ -65,7 +69,17 @@ func (s *extEnv) check() error {
 	if s.add&uint(dl.Counted) == 0 {
 		return nil
 	}
-	if probs, trees := countedFileCheck(s.dir); len(probs) > 0 || trees < len(s.dbis) {
+	dir := s.dir
+	if s.mem {
+		// no data file: the counts are read from a page-exact copy
+		snap, err := s.snapshotFile("countcheck")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(snap)
+		dir = snap
+	}
+	if probs, trees := countedFileCheck(dir); len(probs) > 0 || trees < len(s.dbis) {
 		return fmt.Errorf("counts in the data file (%d counted trees, %d DBs): %v", trees, len(s.dbis), probs)
 	}
 	txn, err := s.oursEnv.e.BeginTxn(nil, dl.Readonly)
@@ -339,9 +353,16 @@ func countedDifferential(t *testing.T, gen func(int64) []op, perScale int) {
 }
 
 func extDifferential(t *testing.T, add uint, gen func(int64) []op, perScale int) {
+	extDifferentialOf(t, extEngine{add: add}, gen, perScale, whole)
+}
+
+// extDifferentialOf: extDifferential with the engine given (in memory or
+// not) on the part p of the seed stream, as differentialOf.
+func extDifferentialOf(t *testing.T, ext extEngine, gen func(int64) []op, perScale int, p part) *opStats {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	a, b := engine(extEngine{add: add}), engine(stockEngine{})
+	add := ext.add
+	a, b := engine(ext), engine(stockEngine{})
 	base := t.TempDir()
 	var seeds []int64
 	if *flagSeed != 0 {
@@ -352,12 +373,7 @@ func extDifferential(t *testing.T, add uint, gen func(int64) []op, perScale int)
 		if add != uint(dl.Counted) {
 			salt ^= int64(add) << 20
 		}
-		r := rand.New(rand.NewSource(masterSeed(t) ^ salt))
-		for n, budget := 0, perScale*testScale(t); n < budget; {
-			s := r.Int63()
-			seeds = append(seeds, s)
-			n += len(gen(s))
-		}
+		seeds = pickSeeds(rand.New(rand.NewSource(masterSeed(t)^salt)), gen, perScale*testScale(t), p)
 	}
 	total, failures := 0, 0
 	stats := &opStats{codes: map[opKind]map[int]int{}}
@@ -392,10 +408,12 @@ func extDifferential(t *testing.T, add uint, gen func(int64) []op, perScale int)
 			t.FailNow()
 		}
 	}
+	stats.sequences = len(seeds)
 	t.Logf("%s vs %s: %d sequences, %d operations; results by op:\n%v", a.name(), b.name(), len(seeds), total, stats)
 	if total == 0 {
 		t.Fatal("no operations generated")
 	}
+	return stats
 }
 
 // TestFailedSetPositionDependsOnTreeShape pins the reason for pastEndStep's

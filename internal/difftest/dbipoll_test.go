@@ -21,12 +21,16 @@ import (
 // other DBs.  No answer may be MDB_BAD_DBI or a wrong value: a reader that
 // finds the DB sees every key the creating commit wrote.  Pooled readers
 // are reset and renewed across the commits.
-func TestDBIHandlePolling(t *testing.T) {
+func TestDBIHandlePolling(t *testing.T) { dbiPolling(t, subject) }
+
+// dbiPolling is TestDBIHandlePolling with the engine given (an in-memory one
+// in TestDBIHandlePollingInMemory).
+func dbiPolling(t *testing.T, eng engine) {
 	rounds := 40 * testScale(t)
 	// slots: a reader that commits keeps a handle it registered (as in
 	// stock), also one of a DB dropped before it opened it, which then
 	// holds its slot for good: room for one such per round
-	env, err := subject.openEnv(t.TempDir(), envOpts{mapSize: 32 << 20, maxDBs: 32 + 2*rounds})
+	env, err := eng.openEnv(t.TempDir(), envOpts{mapSize: 32 << 20, maxDBs: 32 + 2*rounds})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +49,7 @@ func TestDBIHandlePolling(t *testing.T) {
 	// check: the DB of round r in txn holds keys 0..9 with value r
 	check := func(txn tTxn, name string, r int64) bool {
 		d, err := txn.openDBI(name, 0)
-		if code := subject.code(err); code == eNotFound {
+		if code := eng.code(err); code == eNotFound {
 			return false
 		} else if err != nil {
 			report("open %s: %v", name, err)
@@ -132,7 +136,7 @@ func TestDBIHandlePolling(t *testing.T) {
 				od, oerr := txn.openDBI(fmt.Sprintf("poll%d", r-2), 0)
 				if oerr == nil {
 					err = txn.drop(od, true)
-				} else if subject.code(oerr) != eNotFound {
+				} else if eng.code(oerr) != eNotFound {
 					err = oerr
 				}
 			}

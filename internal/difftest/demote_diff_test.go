@@ -73,8 +73,23 @@ func TestDifferentialDupDemote(t *testing.T) {
 	if isolate(t) {
 		return
 	}
-	st := differential(t, genDemoteOps, 200000)
-	if subject.name() == "ours" && !*flagNoDemote && st.demotions == 0 && *flagSeed == 0 {
+	dupDemote(t, subject, whole)
+}
+
+// demoteWeights: the op kinds of the demotion workload (its phases change
+// the weights of dupWeights, not which kinds occur).
+var demoteWeights = func() [numOpKinds]int {
+	w := dupWeights
+	w[opDrop], w[opReopen] = 0, 0
+	return w
+}()
+
+// dupDemote runs the demotion workload with engine a on the part p of the
+// seed stream.
+func dupDemote(t *testing.T, a engine, p part) *opStats {
+	st := differentialOf(t, a, genDemoteOps, 200000, p)
+	if a.name() != "stock" && !*flagNoDemote && st.demotions == 0 && *flagSeed == 0 {
 		t.Errorf("the demotion workload demoted nothing (%d sequences)", st.sequences)
 	}
+	return st
 }

@@ -968,6 +968,62 @@ func (s *side) open() error {
 
 func (s *side) res(err error) result { return result{code: s.eng.code(err)} }
 
+// persistCheck copies an in-memory side's committed state to a data file,
+// opens that file as a file env and compares it with the live env: every
+// used DB with the same flags and contents, and a sound page accounting.
+func (s *side) persistCheck() error {
+	m := s.env.(memEnv)
+	snap, err := m.snapshotFile("reopen")
+	if err != nil {
+		return fmt.Errorf("copy: %w", err)
+	}
+	defer os.RemoveAll(snap)
+	if probs, _ := walkEnv(snap); len(probs) > 0 {
+		return fmt.Errorf("page accounting of the copy: %v", probs)
+	}
+	fe, err := m.openSnapshot(snap)
+	if err != nil {
+		return fmt.Errorf("open the copy: %w", err)
+	}
+	defer fe.close()
+	ft, err := fe.begin(nil, fReadonly)
+	if err != nil {
+		return err
+	}
+	defer ft.abort()
+	for i, d := range diffDBs {
+		if !s.used[i] {
+			continue
+		}
+		fdbi, err := ft.openDBI(d.name, 0)
+		if err != nil {
+			return fmt.Errorf("the copy has no DB %s: %w", d.name, err)
+		}
+		const ext = 0x80 | 0x100 // Counted, PrefixCompression: ours only
+		if fl, err := ft.dbFlags(fdbi); err != nil || fl&^uint(ext) != d.flags {
+			return fmt.Errorf("DB %s in the copy: flags %#x, %v; want %#x", d.name, fl, err, d.flags)
+		}
+		live, _, err := dumpDB(s.eng, s.env, s.dbis[i])
+		if err != nil {
+			return fmt.Errorf("dump %s: %w", d.name, err)
+		}
+		got, _, err := dumpTxnDB(s.eng, ft, fdbi)
+		if err != nil {
+			return fmt.Errorf("dump %s in the copy: %w", d.name, err)
+		}
+		if len(got) != len(live) {
+			return fmt.Errorf("DB %s: the copy has %d entries, the env %d", d.name, len(got), len(live))
+		}
+		for j := range live {
+			if !bytes.Equal(got[j].k, live[j].k) || !bytes.Equal(got[j].v, live[j].v) {
+				return fmt.Errorf("DB %s entry %d: copy %s/%s, env %s/%s", d.name, j, showBytes(got[j].k),
+					showBytes(got[j].v), showBytes(live[j].k), showBytes(live[j].v))
+			}
+		}
+	}
+	return nil
+}
+
 func (s *side) ensureTxn() error {
 	if len(s.txns) > 0 {
 		return nil
@@ -1167,6 +1223,18 @@ func (s *side) apply1(o op) (r result) {
 		return result{code: s.endTop(o.kind == opCommitNested)}
 	case opReopen:
 		note := s.endAll(o.flags == 1)
+		if inMemory(s.env) {
+			// An in-memory env's data ends with its Close; what survives
+			// is a copy. So the side persists through one instead: the
+			// committed state is copied to a data file, which must hold
+			// exactly the live contents, and the run goes on with the
+			// same env (as the reopened file env goes on with the same
+			// data and tree).
+			if err := s.persistCheck(); err != nil {
+				return result{code: errNotErrno, note: "in-memory reopen: " + err.Error()}
+			}
+			return result{note: "reopen " + note}
+		}
 		if err := s.env.close(); err != nil {
 			return result{code: s.eng.code(err), note: "close"}
 		}
@@ -1689,7 +1757,21 @@ func runOpsStats(base string, a, b engine, ops []op, flags uint, stats *opStats)
 		return &mismatch{len(ops), "Check", fmt.Sprintf("%s: %v", a.name(), err)}, nil
 	}
 	for _, sd := range []*side{sa, sb} {
-		if probs, _ := walkEnv(sd.dir); len(probs) > 0 {
+		dir := sd.dir
+		if inMemory(sd.env) {
+			// an in-memory env writes nothing of its own; its pages are
+			// walked in a page-exact copy
+			if ents, err := os.ReadDir(dir); err != nil || len(ents) > 0 {
+				return &mismatch{len(ops), "in-memory env's directory", fmt.Sprintf("%s: %v, %d entries (want none)", sd.eng.name(), err, len(ents))}, nil
+			}
+			snap, err := sd.env.(memEnv).snapshotFile("final")
+			if err != nil {
+				return &mismatch{len(ops), "copy of the in-memory env", fmt.Sprintf("%s: %v", sd.eng.name(), err)}, nil
+			}
+			defer os.RemoveAll(snap)
+			dir = snap
+		}
+		if probs, _ := walkEnv(dir); len(probs) > 0 {
 			return &mismatch{len(ops), "page accounting of the data file", fmt.Sprintf("%s: %v", sd.eng.name(), probs)}, nil
 		}
 	}
@@ -1748,9 +1830,58 @@ func TestDifferentialDupSort(t *testing.T) {
 }
 
 func differential(t *testing.T, gen func(int64) []op, perScale int) *opStats {
+	return differentialOf(t, subject, gen, perScale, whole)
+}
+
+// part is the part of a workload's seed stream a run takes: all of it
+// (div 1, whole), or the sequences of its first 1/div operations, extended
+// sequence by sequence until every op kind with a weight in kinds has
+// occurred (up to the whole stream), so that a short run still tries
+// everything.
+type part struct {
+	div   int
+	kinds [numOpKinds]int
+}
+
+var whole = part{div: 1}
+
+// pickSeeds draws sequence seeds from r until their op lists reach budget
+// operations, or the part p of that list.
+func pickSeeds(r *rand.Rand, gen func(int64) []op, budget int, p part) []int64 {
+	var want uint64 // bit k: kind k must occur
+	for k, w := range p.kinds {
+		if w > 0 {
+			want |= 1 << k
+		}
+	}
+	var seeds []int64
+	var seen uint64
+	for n := 0; n < budget; {
+		s := r.Int63()
+		ops := gen(s)
+		seeds = append(seeds, s)
+		n += len(ops)
+		if p.div <= 1 {
+			continue
+		}
+		for _, o := range ops {
+			seen |= 1 << o.kind
+		}
+		if n >= budget/p.div && seen&want == want {
+			break
+		}
+	}
+	return seeds
+}
+
+// differentialOf runs the differential test with engine a against stock on
+// the part p of the master seed's stream of perScale*scale operations (a
+// part repeats the first sequences of the whole, so an in-memory run
+// replays sequences of the file run).
+func differentialOf(t *testing.T, a engine, gen func(int64) []op, perScale int, p part) *opStats {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	a, b := subject, engine(stockEngine{})
+	b := engine(stockEngine{})
 	base := t.TempDir()
 
 	var seeds []int64
@@ -1758,12 +1889,7 @@ func differential(t *testing.T, gen func(int64) []op, perScale int) *opStats {
 	if *flagSeed != 0 {
 		seeds = []int64{*flagSeed}
 	} else {
-		r := rand.New(rand.NewSource(masterSeed(t)))
-		for n := 0; n < budget; {
-			s := r.Int63()
-			seeds = append(seeds, s)
-			n += len(gen(s))
-		}
+		seeds = pickSeeds(rand.New(rand.NewSource(masterSeed(t))), gen, budget, p)
 	}
 	total, failures := 0, 0
 	stats := &opStats{codes: map[opKind]map[int]int{}}
@@ -1812,3 +1938,6 @@ func differential(t *testing.T, gen func(int64) []op, perScale int) *opStats {
 		a.name(), b.name(), len(seeds), total, stats)
 	return stats
 }
+
+// pickSeeds keeps a set of op kinds in one uint64.
+var _ = [64 - numOpKinds]int{}

@@ -82,3 +82,23 @@ type tCursor interface {
 	renew(t tTxn) error
 	close()
 }
+
+// memEnv is implemented by the envs of an in-memory engine (our engine with
+// InMemory, adapter_ours_test.go): they have no data file, so the harness
+// makes one where it reads or checks files.
+type memEnv interface {
+	// inMemory reports whether the env lives in memory only.
+	inMemory() bool
+	// snapshotFile copies the env's committed state (a plain, page-exact
+	// copy) into a fresh directory name under the env's path and returns
+	// that directory; the caller removes it.
+	snapshotFile(name string) (string, error)
+	// openSnapshot opens such a copy as a read-only file env.
+	openSnapshot(dir string) (tEnv, error)
+}
+
+// inMemory reports whether env is an in-memory env.
+func inMemory(env tEnv) bool {
+	m, ok := env.(memEnv)
+	return ok && m.inMemory()
+}

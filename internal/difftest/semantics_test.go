@@ -95,13 +95,15 @@ func TestCursorSemantics(t *testing.T) {
 		{"SetRange with a 512-byte key", []op{put("a"), cur(opCurSetRange, 0, long)}},
 	}
 	base := t.TempDir()
-	for i, c := range cases {
-		mm, err := runOps(filepath.Join(base, string(rune('a'+i))), subject, stockEngine{}, c.ops, fNoSync)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if mm != nil {
-			t.Errorf("%s: %v", c.name, mm)
+	for _, sub := range subjects() {
+		for i, c := range cases {
+			mm, err := runOps(filepath.Join(base, sub.name(), string(rune('a'+i))), sub, stockEngine{}, c.ops, fNoSync)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mm != nil {
+				t.Errorf("%s: %s: %v", sub.name(), c.name, mm)
+			}
 		}
 	}
 }
@@ -128,18 +130,20 @@ func TestNestedTxnOverflowReuse(t *testing.T) {
 		{kind: opCommit},
 		{kind: opReadView, key: []byte("C")},
 	}
-	for _, commitChild := range []bool{true, false} {
-		seq := ops
-		if !commitChild {
-			seq = append([]op(nil), ops...)
-			seq[7].kind = opAbortNested
-		}
-		mm, err := runOps(filepath.Join(t.TempDir(), "n"), subject, stockEngine{}, seq, fNoSync)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if mm != nil {
-			t.Errorf("child committed=%v: %v", commitChild, mm)
+	for _, sub := range subjects() {
+		for _, commitChild := range []bool{true, false} {
+			seq := ops
+			if !commitChild {
+				seq = append([]op(nil), ops...)
+				seq[7].kind = opAbortNested
+			}
+			mm, err := runOps(filepath.Join(t.TempDir(), "n"), sub, stockEngine{}, seq, fNoSync)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mm != nil {
+				t.Errorf("%s: child committed=%v: %v", sub.name(), commitChild, mm)
+			}
 		}
 	}
 }
@@ -190,11 +194,13 @@ func TestBorrowWithParentSplit(t *testing.T) {
 			t.Fatalf("bad word %q", w)
 		}
 	}
-	mm, err := runOps(filepath.Join(t.TempDir(), "b"), subject, stockEngine{}, ops, fNoSync)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mm != nil {
-		t.Errorf("%v", mm)
+	for _, sub := range subjects() {
+		mm, err := runOps(filepath.Join(t.TempDir(), "b"), sub, stockEngine{}, ops, fNoSync)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mm != nil {
+			t.Errorf("%s: %v", sub.name(), mm)
+		}
 	}
 }

@@ -7,3 +7,6 @@ package difftest
 // harness itself). By default the engine under test is ours
 // (adapter_ours_test.go).
 var subject engine = stockEngine{}
+
+// subjects: stock has no in-memory mode, so only the file one.
+func subjects() []engine { return []engine{subject} }

@@ -59,20 +59,21 @@ func TestDifferentialWriteMapDupSort(t *testing.T) {
 }
 
 func differentialWriteMap(t *testing.T, gen func(int64) []op, perScale int, salt int64) {
+	differentialWriteMapOf(t, subject, gen, perScale, whole, salt)
+}
+
+// differentialWriteMapOf: the WriteMap differential with sub (in memory or
+// not) under WriteMap, on the part p of the seed stream as differentialOf.
+func differentialWriteMapOf(t *testing.T, sub engine, gen func(int64) []op, perScale int, p part, salt int64) *opStats {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	a, b := engine(writemapEngine{subject}), engine(stockEngine{})
+	a, b := engine(writemapEngine{sub}), engine(stockEngine{})
 	base := t.TempDir()
 	var seeds []int64
 	if *flagSeed != 0 {
 		seeds = []int64{*flagSeed}
 	} else {
-		r := rand.New(rand.NewSource(masterSeed(t) ^ salt))
-		for n, budget := 0, perScale*testScale(t); n < budget; {
-			s := r.Int63()
-			seeds = append(seeds, s)
-			n += len(gen(s))
-		}
+		seeds = pickSeeds(rand.New(rand.NewSource(masterSeed(t)^salt)), gen, perScale*testScale(t), p)
 	}
 	stats := &opStats{codes: map[opKind]map[int]int{}}
 	total := 0
@@ -104,6 +105,7 @@ func differentialWriteMap(t *testing.T, gen func(int64) []op, perScale int, salt
 	if total == 0 || stats.codes[opCommit][0] == 0 {
 		t.Fatal("the WriteMap workload committed nothing")
 	}
+	return stats
 }
 
 // TestWriteMapFileStockReads: a file our engine wrote with WriteMap (many
