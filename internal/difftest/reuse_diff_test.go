@@ -298,15 +298,19 @@ func (g *reuseGen) step(w *[numOpKinds]int) {
 		case o.flags == fAppendDup && g.r.Intn(4) != 0 && len(g.vals[k]) > 0:
 			vn = g.vals[k][len(g.vals[k])-1] + 1 + g.r.Intn(3) // the key's new last value
 			o.val, fits = g.valOf(db, vn), true
-		case o.flags == fAppendDup && len(g.vals[k]) < 3:
+		case o.flags == fAppendDup:
 			// A refused APPENDDUP on a key with one value leaves stock
 			// LMDB 0.9.33 with that value turned into a one-item
 			// duplicate page (ours keeps the plain node): FirstDup then
 			// leaves the key unset and Del(key, "") answers BadValSize
 			// instead of NotFound. Not a cursor reuse matter, and the
-			// harness has no step-around for it: refused APPENDDUPs go
-			// to keys that already have duplicates.
-			o.flags, fits = 0, true
+			// harness has no step-around for it: the key first gets two
+			// values through the same cursor (the model may be wrong).
+			for _, v := range []int{vn, vn + 1} {
+				g.add(op{kind: opCurPut, db: db, slot: o.slot, key: o.key, val: g.valOf(db, v)})
+				g.vals[k] = sortedInsert(g.vals[k], v)
+			}
+			g.keys[db] = sortedInsert(g.keys[db], n)
 		}
 		if fits {
 			g.keys[db] = sortedInsert(g.keys[db], n)
