@@ -45,13 +45,14 @@ test-asan:
 test-upstream:
 	bash lmdb/testdata/run-lmdb-go-tests.sh -race -count=1
 
-## bench: run every benchmark at the documented sizes and rewrite README tables.
+## bench: run every benchmark at the documented sizes and rewrite README tables
+## (the tag adds the cursor reuse switch that cmd/cursor_reuse_bench needs).
 bench:
-	$(GO) run ./cmd/benchall -readme README.md
+	$(GO) run -tags dlmdb_reuseswitch ./cmd/benchall -readme README.md
 
 ## bench-quick: reduced sizes (about two minutes on 2 cores), still rewrites README tables.
 bench-quick:
-	$(GO) run ./cmd/benchall -quick -readme README.md
+	$(GO) run -tags dlmdb_reuseswitch ./cmd/benchall -quick -readme README.md
 
 ## stress: long randomised runs, not part of `make test` (about 15 minutes):
 ## the differential against stock over ~11M operations on fresh seeds, 200
