@@ -581,8 +581,9 @@ static int climb(const MDB_cursor *mc, int m, int up, const MDB_val *key)
 /* c_far: where the last search through the cursor ended, a hint for the
  * order of the next one's compares (never for its result) */
 #define DL_NEAR 0	/* in its leaf: the neighbour first */
-#define DL_LEAF 1	/* in another leaf: the leaf's bound before the neighbour */
-#define DL_ROOT 2	/* outside the root's child: the root's bounds first */
+#define DL_UP 1		/* in a leaf to the right: the leaf's bounds first, upper */
+#define DL_DOWN 2	/* ... to the left: lower bound first */
+#define DL_ROOT 3	/* outside the root's child: the root's bounds first */
 
 /* node_find_in on the cursor's leaf, through pp when the leaf is PREFIX
  * under the byte order (its anchor compared with key once per search) */
@@ -599,8 +600,9 @@ static unsigned leaf_find(MDB_cursor *mc, const dl_page *p, const pfx_probe *pp,
  * cursor's index i: key(i), then the neighbour on the key's side and the
  * separator that bounds the leaf on that side (a key past it belongs to
  * another leaf: *lvl gets the level to search again from, else -1), and
- * only then a binary search of the slots the compares leave.  After a far
- * target (c_far) the bounds come first.
+ * only then a binary search of the slots the compares leave.  After a
+ * target in another leaf (c_far) the bounds come first, and a key inside
+ * them gets a binary search of the whole leaf.
  */
 static unsigned leaf_near(MDB_cursor *mc, const dl_page *p, unsigned n, const MDB_val *key,
 	int *exact, int *lvl)
@@ -623,7 +625,23 @@ static unsigned leaf_near(MDB_cursor *mc, const dl_page *p, unsigned n, const MD
 			out = cmp_sep(mc, 0, i0 + 1, key) >= 0;
 		if (out)
 			return *lvl = 0, 0;
-		mc->c_far = DL_LEAF;
+		mc->c_far = DL_UP;
+	}
+	if (mc->c_far == DL_UP || mc->c_far == DL_DOWN) {
+		/* the last target was in another leaf: the leaf's bounds
+		 * decide first (a stride through the tree: one compare),
+		 * the side that failed last time first */
+		for (int t = 0; t < 2; t++) {
+			int up = (mc->c_far == DL_UP) != t, m, b = beyond_bound(mc, mc->c_top, up, key, &m);
+			if (b) {
+				if (b < 0 || (*lvl = climb(mc, m, up, key)) < 0)
+					*exact = -1;
+				mc->c_far = *lvl == 0 ? DL_ROOT : up ? DL_UP : DL_DOWN;
+				return 0;
+			}
+		}
+		mc->c_far = DL_NEAR;
+		return node_find_in(mc, p, key, 0, n, exact);
 	}
 	pfx_probe pb, *pp = NULL;
 	if (dl_pg_prefix(p) && !dl_pg_is_leaf2(p) && mc->c_dbx->x_cmp == cmp_bytes) {
@@ -634,27 +652,22 @@ static unsigned leaf_near(MDB_cursor *mc, const dl_page *p, unsigned n, const MD
 	unsigned r = leaf_find(mc, p, pp, key, i, i + 1, exact);
 	if (*exact)
 		return r;	/* a hit, or damage (-1) */
-	int up = r > i, nb = up ? i + 1 < n : i > 0;
+	int up = r > i;
 	unsigned lo = up ? (i + 2 < n ? i + 2 : n) : 0, hi = up ? n : (i > 0 ? i - 1 : 0);
-	if (nb && mc->c_far == DL_NEAR) {
+	if (up ? i + 1 < n : i > 0) {
 		unsigned j = up ? i + 1 : i - 1;
 		r = leaf_find(mc, p, pp, key, j, j + 1, exact);
 		if (*exact || r == (up ? j : i))
 			return r;
-		nb = 0;
 	}
 	int m, b = beyond_bound(mc, mc->c_top, up, key, &m);
 	if (b) {
 		if (b < 0 || (*lvl = climb(mc, m, up, key)) < 0)
 			*exact = -1;
-		mc->c_far = *lvl == 0 ? DL_ROOT : DL_LEAF;
+		mc->c_far = *lvl == 0 ? DL_ROOT : up ? DL_UP : DL_DOWN;
 		return 0;
 	}
 	mc->c_far = DL_NEAR;
-	if (nb) {	/* the neighbour, not probed yet */
-		lo = up ? i + 1 : 0;
-		hi = up ? n : i;
-	}
 	if (lo >= hi)
 		return *exact = 0, lo;
 	return leaf_find(mc, p, pp, key, lo, hi, exact);
