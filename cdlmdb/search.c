@@ -583,7 +583,7 @@ static int climb(const MDB_cursor *mc, int m, int up, const MDB_val *key)
 #define DL_NEAR 0	/* in its leaf: the neighbour first */
 #define DL_UP 1		/* in a leaf to the right: the leaf's bounds first, upper */
 #define DL_DOWN 2	/* ... to the left: lower bound first */
-#define DL_ROOT 3	/* outside the root's child: the root's bounds first */
+#define DL_ROOT 3	/* outside the root's child: from the root */
 
 /* node_find_in on the cursor's leaf, through pp when the leaf is PREFIX
  * under the byte order (its anchor compared with key once per search) */
@@ -612,21 +612,6 @@ static unsigned leaf_near(MDB_cursor *mc, const dl_page *p, unsigned n, const MD
 		i = n - 1;
 	*lvl = -1;
 	*exact = 0;
-	if (mc->c_far == DL_ROOT && mc->c_top) {
-		/* the last target was far away: is this one outside the
-		 * root's child too?  (random targets: one or two compares
-		 * with the hot root page, then the root-first search) */
-		unsigned i0 = mc->c_ki[0], n0 = dl_pg_nkeys(mc->c_pg[0]);
-		int r0 = i0 > 0 ? cmp_sep(mc, 0, i0, key) : 1;
-		/* outside, or a damaged separator: the root-first search
-		 * answers (and reports damage its own way) */
-		int out = r0 < 0 || r0 == DL_CMP_BAD;
-		if (!out && i0 + 1 < n0)
-			out = cmp_sep(mc, 0, i0 + 1, key) >= 0;
-		if (out)
-			return *lvl = 0, 0;
-		mc->c_far = DL_UP;
-	}
 	if (mc->c_far == DL_UP || mc->c_far == DL_DOWN) {
 		/* the last target was in another leaf: the leaf's bounds
 		 * decide first (a stride through the tree: one compare),
@@ -684,10 +669,22 @@ int dlmdb_search_key(MDB_cursor *mc, const MDB_val *key, int *exact)
 		dl_page *p = mc->c_pg[mc->c_top];
 		unsigned n = dl_pg_nkeys(p);
 		if (n) {
-			int j;
-			unsigned i = leaf_near(mc, p, n, key, exact, &j);
-			if (*exact < 0)
-				return 0;	/* the caller reports the damage */
+			int j = 0;
+			unsigned i = 0;
+			const dl_page *parent = NULL;
+			if (mc->c_far == DL_ROOT && mc->c_top) {
+				/* the last target left the root's child: this one
+				 * is searched from the root without a compare more
+				 * than the root-first search (random targets), and
+				 * only a target under the same parent as the last
+				 * one brings the leaf's bounds back (below) */
+				parent = mc->c_pg[mc->c_top - 1];
+				*exact = 0;
+			} else {
+				i = leaf_near(mc, p, n, key, exact, &j);
+				if (*exact < 0)
+					return 0;	/* the caller reports the damage */
+			}
 			mc->c_flags = (mc->c_flags & ~(DL_C_EOF | DL_C_PAST)) | DL_C_INIT;
 			if (j < 0) {
 				mc->c_ki[mc->c_top] = (indx_t)i;
@@ -699,6 +696,8 @@ int dlmdb_search_key(MDB_cursor *mc, const MDB_val *key, int *exact)
 			mc->c_flags &= ~DL_C_INIT;
 			if ((rc = descend(mc, key, DL_SEARCH_KEY, (unsigned)j, 0, 1)))
 				return rc;
+			if (parent && mc->c_top && mc->c_pg[mc->c_top - 1] == parent)
+				mc->c_far = DL_UP;
 			goto leaf;
 		}
 	}
