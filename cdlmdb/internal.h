@@ -388,9 +388,9 @@ struct MDB_cursor {
 	unsigned c_kvalid;
 	unsigned c_top;		/* index of the leaf level in c_pg */
 	unsigned c_depth;	/* entries in c_pg (0 = not positioned) */
-	/* cursor reuse (search.c): the last search through this cursor left
-	 * the root's child, so the next one tries the root's bounds first (a
-	 * hint only: results never depend on it) */
+	/* cursor reuse (search.c, DL_NEAR...): where the last search through
+	 * this cursor ended, which orders the next one's compares (a hint
+	 * only: results never depend on it) */
 	unsigned c_far;
 	dl_page *c_pg[DL_MAX_DEPTH];
 	indx_t c_ki[DL_MAX_DEPTH];

@@ -485,20 +485,25 @@ int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where)
  * the same whichever way it was found.
  *
  *  - In the leaf: the key of the cursor's node first, then the neighbour
- *    on the probe's side, then the last (or first) key, and only then a
- *    binary search of the slots the earlier compares leave.  A sorted run
- *    of puts through one cursor costs two compares per put.  A key between
- *    the leaf's first and last key is in this leaf: the separators above it
- *    bracket its keys.
- *  - Past either end of the leaf: the key may still belong here (the gap
- *    up to the next leaf's separator) or to another leaf.  A page covers
- *    the keys between its tightest separators, the key of the node the
- *    path turns into at the deepest level that turns right of its first
- *    node (lower bound) and that of the node after it at the deepest
- *    level that has one (upper bound).  Climbing to the level that set the
- *    failed bound, and again while the bound there fails, finds the
- *    deepest page on the path that covers the key; the descent restarts
- *    there with the stack above it kept.
+ *    on the probe's side, then the separator that bounds the leaf on that
+ *    side, and only then a binary search of the slots the earlier compares
+ *    leave.  A sorted run of puts through one cursor costs two compares per
+ *    put.  A key inside the leaf's bounds is in this leaf (maybe in the gap
+ *    after its last key).
+ *  - Past a bound: a page covers the keys between its tightest separators,
+ *    the key of the node the path turns into at the deepest level that
+ *    turns right of its first node (lower bound) and that of the node
+ *    after it at the deepest level that has one (upper bound).  Climbing
+ *    to the level that set the failed bound, and again while the bound
+ *    there fails (only that side's bounds can), finds the deepest page on
+ *    the path that covers the key; the descent restarts there with the
+ *    stack above it kept.
+ *  - The cursor remembers where its last search ended (c_far), and orders
+ *    the next one's compares by it: after another leaf, that leaf's bounds
+ *    first (a stride: one compare, then the climb); after a target outside
+ *    the root's child, the search starts at the root with no compare more
+ *    than a root-first one (random targets), until a target lands under
+ *    the same parent as the one before.  Results never depend on it.
  *
  * Only a stack known to be current qualifies: positioned, not saved for a
  * re-seek (another cursor changed the tree), not standing on a deleted
