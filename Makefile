@@ -21,19 +21,23 @@ test-c:
 
 ## test-go: vet plus every Go test with the race detector on; then the
 ## fault-injection test of package lmdb, which needs the engine built with
-## its commit I/O hook (-tags dlmdb_faults, see cdlmdb/fault.c).
+## its commit I/O hook (-tags dlmdb_faults, see cdlmdb/fault.c); then cursor
+## reuse against the root-first search, which needs the run-time switch
+## (-tags dlmdb_reuseswitch, see cdlmdb/reuse_switch.go).
 test-go:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 45m $(GOTESTFLAGS) ./...
 	$(GO) vet -tags dlmdb_faults ./cdlmdb ./lmdb
 	$(GO) test -race -count=1 -tags dlmdb_faults -run '^TestFault' $(GOTESTFLAGS) ./lmdb
+	$(GO) vet -tags dlmdb_reuseswitch ./cdlmdb ./internal/difftest ./cmd/cursor_reuse_bench
+	$(GO) test -race -count=1 -tags dlmdb_reuseswitch -run '^TestCursorReuse' $(GOTESTFLAGS) ./internal/difftest
 
 ## test-asan: the Go-driven engine tests again, with the C engine (ours and
 ## stock) built under AddressSanitizer, leak detection on. One lmdb test
 ## closes an Env under a live read txn and cursor on purpose: the binding
 ## makes both inert but cannot free their C memory any more, so that test
-## runs on its own with leak detection off.
-ASAN_LEAKY = ^TestEnvCloseUnderOpenTxn$$
+## runs on its own with leak detection off (so does TestSetInterruptAfterEnvClose).
+ASAN_LEAKY = ^(TestEnvCloseUnderOpenTxn|TestSetInterruptAfterEnvClose)$$
 test-asan:
 	ASAN_OPTIONS=detect_leaks=1 $(GO) test -asan -count=1 -timeout 30m -skip '$(ASAN_LEAKY)' ./lmdb ./lmdbscan ./internal/difftest
 	ASAN_OPTIONS=detect_leaks=0 $(GO) test -asan -count=1 -run '$(ASAN_LEAKY)' ./lmdb
@@ -47,13 +51,14 @@ test-upstream:
 test-arm64:
 	GO=$(GO) bash internal/arm64/run.sh
 
-## bench: run every benchmark at the documented sizes and rewrite README tables.
+## bench: run every benchmark at the documented sizes and rewrite README tables
+## (the tag adds the cursor reuse switch that cmd/cursor_reuse_bench needs).
 bench:
-	$(GO) run ./cmd/benchall -readme README.md
+	$(GO) run -tags dlmdb_reuseswitch ./cmd/benchall -readme README.md
 
 ## bench-quick: reduced sizes (about two minutes on 2 cores), still rewrites README tables.
 bench-quick:
-	$(GO) run ./cmd/benchall -quick -readme README.md
+	$(GO) run -tags dlmdb_reuseswitch ./cmd/benchall -quick -readme README.md
 
 ## stress: long randomised runs, not part of `make test` (about 15 minutes):
 ## the differential against stock over ~11M operations on fresh seeds, 200

@@ -26,6 +26,7 @@ void dlmdb_cursor_setup(MDB_cursor *mc, MDB_txn *txn, MDB_dbi dbi)
 	mc->c_gen = 0;
 	mc->c_top = 0;
 	mc->c_depth = 0;
+	mc->c_far = 0;
 	mc->c_savedlen = 0;
 	mc->c_rkleaf = NULL;
 	mc->c_rkdepth = 0;

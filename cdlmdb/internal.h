@@ -393,6 +393,10 @@ struct MDB_cursor {
 	unsigned c_kvalid;
 	unsigned c_top;		/* index of the leaf level in c_pg */
 	unsigned c_depth;	/* entries in c_pg (0 = not positioned) */
+	/* cursor reuse (search.c, DL_NEAR...): where the last search through
+	 * this cursor ended, which orders the next one's compares (a hint
+	 * only: results never depend on it) */
+	unsigned c_far;
 	dl_page *c_pg[DL_MAX_DEPTH];
 	indx_t c_ki[DL_MAX_DEPTH];
 	size_t c_savedlen;

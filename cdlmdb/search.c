@@ -131,61 +131,94 @@ static unsigned find_by_cmp(MDB_cursor *mc, const dl_page *p, const MDB_val *key
  * probe on them and the suffixes decide.  Other orders get each probed key
  * decoded into a stack buffer.
  */
-static unsigned find_prefixed(MDB_cursor *mc, const dl_page *p, const MDB_val *key, unsigned lo,
-	unsigned hi, int *exact)
+/* A probe key's place against one PREFIX leaf under the byte order,
+ * worked out once for all the probes of a search (cursor reuse probes a
+ * leaf several times). */
+typedef struct pfx_probe {
+	const dl_page *p;
+	const unsigned char *an, *kd;
+	size_t ks;
+	unsigned alen, q, upper, bound;
+	int past_q;
+} pfx_probe;
+
+/* 0, or -1 when the page's anchor is damaged */
+static int pfx_setup(const MDB_cursor *mc, const dl_page *p, const MDB_val *key, unsigned lo,
+	unsigned hi, pfx_probe *pp)
 {
-	MDB_cmp_func *cmp = mc->c_dbx->x_cmp;
-	unsigned bound = mc->c_bound, upper = p->p_upper;
 	/* the anchor sits at the far end of the page from the slots: start
 	 * its load and the first probe's together (two cache misses that
 	 * would otherwise come one after the other) */
 	__builtin_prefetch((const char *)p + p->p_pad);
 	if (hi > lo)
 		__builtin_prefetch((const char *)p + dl_pg_slot(p, lo + (hi - lo) / 2));
-	if (DL_UNLIKELY(!dl_pg_anchor_ok(p, bound)))
-		goto damaged;
-	bound = dl_pg_node_lim(p, bound);	/* nodes end below the anchor */
-	const unsigned char *an = dl_pg_anchor(p), *kd = key->mv_data;
-	unsigned alen = dl_pg_anchor_len(p);
-	size_t ks = key->mv_size;
-	if (cmp == cmp_bytes) {
-		unsigned q = 0, lim = ks < alen ? (unsigned)ks : alen;
-		for (; q + 8 <= lim; q += 8) {
-			uint64_t x, y;
-			memcpy(&x, kd + q, 8);
-			memcpy(&y, an + q, 8);
-			if (x != y)
-				break;
-		}
-		while (q < lim && kd[q] == an[q])
-			q++;
-		/* the probe's order against a key that has anchor[q] at byte q */
-		int past_q = q == ks ? -1 : (q < alen && kd[q] < an[q] ? -1 : 1);
-		while (lo < hi) {
-			unsigned mid = lo + (hi - lo) / 2;
-			unsigned off = dl_pg_slot(p, mid);
-			if (DL_UNLIKELY(off < upper || off + DL_NODEHDR > bound))
-				goto damaged;
-			const dl_node *n = (const dl_node *)((const char *)p + off);
-			unsigned sh = dl_node_shared(n);
-			size_t nk = n->n_ksize;
-			if (DL_UNLIKELY(off + DL_NODEHDR + nk > bound || sh > alen || sh + nk > DL_MAXKEY ||
-			    sh + nk == 0))
-				goto damaged;
-			int r = sh > q ? past_q : key_order(kd + sh, ks - sh, dl_node_key(n), nk);
-			if (r > 0)
-				lo = mid + 1;
-			else if (r < 0)
-				hi = mid;
-			else
-				return *exact = 1, mid;
-		}
-		return lo;
+	if (DL_UNLIKELY(!dl_pg_anchor_ok(p, mc->c_bound)))
+		return -1;
+	pp->p = p;
+	pp->upper = p->p_upper;
+	pp->bound = dl_pg_node_lim(p, mc->c_bound);	/* nodes end below the anchor */
+	pp->an = dl_pg_anchor(p);
+	pp->kd = key->mv_data;
+	pp->alen = dl_pg_anchor_len(p);
+	pp->ks = key->mv_size;
+	const unsigned char *kd = pp->kd, *an = pp->an;
+	unsigned q = 0, lim = pp->ks < pp->alen ? (unsigned)pp->ks : pp->alen;
+	for (; q + 8 <= lim; q += 8) {
+		uint64_t x, y;
+		memcpy(&x, kd + q, 8);
+		memcpy(&y, an + q, 8);
+		if (x != y)
+			break;
 	}
-	return find_by_cmp(mc, p, key, lo, hi, exact);
+	while (q < lim && kd[q] == an[q])
+		q++;
+	pp->q = q;
+	/* the probe's order against a key that has anchor[q] at byte q */
+	pp->past_q = q == pp->ks ? -1 : (q < pp->alen && kd[q] < an[q] ? -1 : 1);
+	return 0;
+}
+
+static unsigned pfx_find(const pfx_probe *pp, unsigned lo, unsigned hi, int *exact)
+{
+	const dl_page *p = pp->p;
+	*exact = 0;
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		unsigned off = dl_pg_slot(p, mid);
+		if (DL_UNLIKELY(off < pp->upper || off + DL_NODEHDR > pp->bound))
+			goto damaged;
+		const dl_node *n = (const dl_node *)((const char *)p + off);
+		unsigned sh = dl_node_shared(n);
+		size_t nk = n->n_ksize;
+		if (DL_UNLIKELY(off + DL_NODEHDR + nk > pp->bound || sh > pp->alen || sh + nk > DL_MAXKEY ||
+		    sh + nk == 0))
+			goto damaged;
+		int r = sh > pp->q ? pp->past_q : key_order(pp->kd + sh, pp->ks - sh, dl_node_key(n), nk);
+		if (r > 0)
+			lo = mid + 1;
+		else if (r < 0)
+			hi = mid;
+		else
+			return *exact = 1, mid;
+	}
+	return lo;
 damaged:
 	*exact = -1;
 	return 0;
+}
+
+static unsigned find_prefixed(MDB_cursor *mc, const dl_page *p, const MDB_val *key, unsigned lo,
+	unsigned hi, int *exact)
+{
+	if (mc->c_dbx->x_cmp == cmp_bytes) {
+		pfx_probe pp;
+		if (DL_UNLIKELY(pfx_setup(mc, p, key, lo, hi, &pp)))
+			return *exact = -1, 0;
+		return pfx_find(&pp, lo, hi, exact);
+	}
+	if (DL_UNLIKELY(!dl_pg_anchor_ok(p, mc->c_bound)))
+		return *exact = -1, 0;
+	return find_by_cmp(mc, p, key, lo, hi, exact);
 }
 
 /* dlmdb_node_find on a LEAF2 page of 8-byte keys under the byte order
@@ -481,20 +514,25 @@ int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where)
  * the same whichever way it was found.
  *
  *  - In the leaf: the key of the cursor's node first, then the neighbour
- *    on the probe's side, then the last (or first) key, and only then a
- *    binary search of the slots the earlier compares leave.  A sorted run
- *    of puts through one cursor costs two compares per put.  A key between
- *    the leaf's first and last key is in this leaf: the separators above it
- *    bracket its keys.
- *  - Past either end of the leaf: the key may still belong here (the gap
- *    up to the next leaf's separator) or to another leaf.  A page covers
- *    the keys between its tightest separators, the key of the node the
- *    path turns into at the deepest level that turns right of its first
- *    node (lower bound) and that of the node after it at the deepest
- *    level that has one (upper bound).  Climbing to the level that set the
- *    failed bound, and again while the bound there fails, finds the
- *    deepest page on the path that covers the key; the descent restarts
- *    there with the stack above it kept.
+ *    on the probe's side, then the separator that bounds the leaf on that
+ *    side, and only then a binary search of the slots the earlier compares
+ *    leave.  A sorted run of puts through one cursor costs two compares per
+ *    put.  A key inside the leaf's bounds is in this leaf (maybe in the gap
+ *    after its last key).
+ *  - Past a bound: a page covers the keys between its tightest separators,
+ *    the key of the node the path turns into at the deepest level that
+ *    turns right of its first node (lower bound) and that of the node
+ *    after it at the deepest level that has one (upper bound).  Climbing
+ *    to the level that set the failed bound, and again while the bound
+ *    there fails (only that side's bounds can), finds the deepest page on
+ *    the path that covers the key; the descent restarts there with the
+ *    stack above it kept.
+ *  - The cursor remembers where its last search ended (c_far), and orders
+ *    the next one's compares by it: after another leaf, that leaf's bounds
+ *    first (a stride: one compare, then the climb); after a target outside
+ *    the root's child, the search starts at the root with no compare more
+ *    than a root-first one (random targets), until a target lands under
+ *    the same parent as the one before.  Results never depend on it.
  *
  * Only a stack known to be current qualifies: positioned, not saved for a
  * re-seek (another cursor changed the tree), not standing on a deleted
@@ -529,81 +567,129 @@ static int cmp_sep(const MDB_cursor *mc, unsigned m, unsigned i, const MDB_val *
 		return DL_CMP_BAD;
 	MDB_val k;
 	dlmdb_node_keyval(p, i, &k, NULL);	/* branch pages are never PREFIX */
-	int r = mc->c_dbx->x_cmp(key, &k);
+	MDB_cmp_func *cmp = mc->c_dbx->x_cmp;
+	int r = cmp == cmp_bytes ? key_order(key->mv_data, key->mv_size, k.mv_data, k.mv_size) :
+		cmp(key, &k);
 	return (r > 0) - (r < 0);
 }
 
 /*
- * The deepest level whose page on the stack covers key (0, the root, always
- * does), or -1 on a damaged separator.
+ * Whether key lies beyond the separator that bounds the page at level j on
+ * the side up (above: at or past the upper bound) or !up (below the lower
+ * bound): 1 yes, 0 no or no such bound, -1 a damaged separator.  *m gets
+ * the level that sets the bound (-1 for none).
  */
-static int covering_level(MDB_cursor *mc, const MDB_val *key)
+static int beyond_bound(const MDB_cursor *mc, unsigned j, int up, const MDB_val *key, int *m)
 {
-	unsigned j = mc->c_top;
-	while (j > 0) {
-		int a = bound_level(mc, j, 1), b = bound_level(mc, j, 0);
-		int r;
-		if (a >= 0 && (r = cmp_sep(mc, (unsigned)a, mc->c_ki[a], key)) < 0) {
-			j = (unsigned)a;	/* below the lower bound */
-			continue;
-		} else if (a >= 0 && r == DL_CMP_BAD) {
+	*m = bound_level(mc, j, !up);
+	if (*m < 0)
+		return 0;
+	int r = cmp_sep(mc, (unsigned)*m, mc->c_ki[*m] + (up ? 1u : 0u), key);
+	if (r == DL_CMP_BAD)
+		return -1;
+	return up ? r >= 0 : r < 0;
+}
+
+/*
+ * The deepest level whose page on the stack covers key, given that key lies
+ * beyond the bound level m sets on side up (so the page at m is the deepest
+ * candidate), or -1 on a damaged separator.  Only that side's bounds can
+ * fail: key lies past the cursor's own key, which every bound on the other
+ * side admits.
+ */
+static int climb(const MDB_cursor *mc, int m, int up, const MDB_val *key)
+{
+	for (;;) {
+		int m2 = bound_level(mc, (unsigned)m, !up);
+		if (m2 < 0)
+			return m;
+		int r = cmp_sep(mc, (unsigned)m2, mc->c_ki[m2] + (up ? 1u : 0u), key);
+		if (r == DL_CMP_BAD)
 			return -1;
-		}
-		if (b >= 0 && (r = cmp_sep(mc, (unsigned)b, mc->c_ki[b] + 1u, key)) >= 0) {
-			if (r == DL_CMP_BAD)
-				return -1;
-			j = (unsigned)b;	/* at or above the upper bound */
-			continue;
-		}
-		break;
+		if (up ? r < 0 : r >= 0)
+			return m;
+		m = m2;
 	}
-	return (int)j;
+}
+
+/* c_far: where the last search through the cursor ended, a hint for the
+ * order of the next one's compares (never for its result) */
+#define DL_NEAR 0	/* in its leaf: the neighbour first */
+#define DL_UP 1		/* in a leaf to the right: the leaf's bounds first, upper */
+#define DL_DOWN 2	/* ... to the left: lower bound first */
+#define DL_ROOT 3	/* outside the root's child: from the root */
+
+/* node_find_in on the cursor's leaf, through pp when the leaf is PREFIX
+ * under the byte order (its anchor compared with key once per search) */
+static unsigned leaf_find(MDB_cursor *mc, const dl_page *p, const pfx_probe *pp, const MDB_val *key,
+	unsigned lo, unsigned hi, int *exact)
+{
+	if (pp)
+		return pfx_find(pp, lo, hi, exact);
+	return node_find_in(mc, p, key, lo, hi, exact);
 }
 
 /*
  * Where key goes in the cursor's leaf p of n >= 1 keys, probing from the
- * cursor's index: *edge is set to -1 / +1 when key lies below the first /
- * above the last key (the index is then 0 / n), else 0.
+ * cursor's index i: key(i), then the neighbour on the key's side and the
+ * separator that bounds the leaf on that side (a key past it belongs to
+ * another leaf: *lvl gets the level to search again from, else -1), and
+ * only then a binary search of the slots the compares leave.  After a
+ * target in another leaf (c_far) the bounds come first, and a key inside
+ * them gets a binary search of the whole leaf.
  */
 static unsigned leaf_near(MDB_cursor *mc, const dl_page *p, unsigned n, const MDB_val *key,
-	int *exact, int *edge)
+	int *exact, int *lvl)
 {
 	unsigned i = mc->c_ki[mc->c_top];
 	if (i >= n)
 		i = n - 1;
-	*edge = 0;
-	unsigned r = node_find_in(mc, p, key, i, i + 1, exact);
+	*lvl = -1;
+	*exact = 0;
+	if (mc->c_far == DL_UP || mc->c_far == DL_DOWN) {
+		/* the last target was in another leaf: the leaf's bounds
+		 * decide first (a stride through the tree: one compare),
+		 * the side that failed last time first */
+		for (int t = 0; t < 2; t++) {
+			int up = (mc->c_far == DL_UP) != t, m, b = beyond_bound(mc, mc->c_top, up, key, &m);
+			if (b) {
+				if (b < 0 || (*lvl = climb(mc, m, up, key)) < 0)
+					*exact = -1;
+				mc->c_far = *lvl == 0 ? DL_ROOT : up ? DL_UP : DL_DOWN;
+				return 0;
+			}
+		}
+		mc->c_far = DL_NEAR;
+		return node_find_in(mc, p, key, 0, n, exact);
+	}
+	pfx_probe pb, *pp = NULL;
+	if (dl_pg_prefix(p) && !dl_pg_is_leaf2(p) && mc->c_dbx->x_cmp == cmp_bytes) {
+		if (DL_UNLIKELY(pfx_setup(mc, p, key, i, i + 1, &pb)))
+			return *exact = -1, 0;
+		pp = &pb;
+	}
+	unsigned r = leaf_find(mc, p, pp, key, i, i + 1, exact);
 	if (*exact)
 		return r;	/* a hit, or damage (-1) */
-	if (r > i) {	/* above key(i) */
-		if (i + 1 == n)
-			return *edge = 1, n;
-		r = node_find_in(mc, p, key, i + 1, i + 2, exact);
-		if (*exact || r == i + 1)
+	int up = r > i;
+	unsigned lo = up ? (i + 2 < n ? i + 2 : n) : 0, hi = up ? n : (i > 0 ? i - 1 : 0);
+	if (up ? i + 1 < n : i > 0) {
+		unsigned j = up ? i + 1 : i - 1;
+		r = leaf_find(mc, p, pp, key, j, j + 1, exact);
+		if (*exact || r == (up ? j : i))
 			return r;
-		if (i + 2 == n)
-			return *edge = 1, n;
-		r = node_find_in(mc, p, key, n - 1, n, exact);
-		if (*exact)
-			return r;
-		if (r == n)
-			return *edge = 1, n;
-		return node_find_in(mc, p, key, i + 2, n - 1, exact);
 	}
-	/* below key(i) */
-	if (i == 0)
-		return *edge = -1, 0;
-	r = node_find_in(mc, p, key, i - 1, i, exact);
-	if (*exact || r == i)
-		return r;
-	if (i == 1)
-		return *edge = -1, 0;
-	r = node_find_in(mc, p, key, 0, 1, exact);
-	if (*exact)
-		return r;
-	if (r == 0)
-		return *edge = -1, 0;
-	return node_find_in(mc, p, key, 1, i - 1, exact);
+	int m, b = beyond_bound(mc, mc->c_top, up, key, &m);
+	if (b) {
+		if (b < 0 || (*lvl = climb(mc, m, up, key)) < 0)
+			*exact = -1;
+		mc->c_far = *lvl == 0 ? DL_ROOT : up ? DL_UP : DL_DOWN;
+		return 0;
+	}
+	mc->c_far = DL_NEAR;
+	if (lo >= hi)
+		return *exact = 0, lo;
+	return leaf_find(mc, p, pp, key, lo, hi, exact);
 }
 
 int dlmdb_search_key(MDB_cursor *mc, const MDB_val *key, int *exact)
@@ -617,17 +703,24 @@ int dlmdb_search_key(MDB_cursor *mc, const MDB_val *key, int *exact)
 		dl_page *p = mc->c_pg[mc->c_top];
 		unsigned n = dl_pg_nkeys(p);
 		if (n) {
-			int edge;
-			unsigned i = leaf_near(mc, p, n, key, exact, &edge);
-			if (*exact < 0)
-				return 0;	/* the caller reports the damage */
-			int j = edge ? covering_level(mc, key) : (int)mc->c_top;
-			if (j < 0) {
-				*exact = -1;
-				return 0;
+			int j = 0;
+			unsigned i = 0;
+			const dl_page *parent = NULL;
+			if (mc->c_far == DL_ROOT && mc->c_top) {
+				/* the last target left the root's child: this one
+				 * is searched from the root without a compare more
+				 * than the root-first search (random targets), and
+				 * only a target under the same parent as the last
+				 * one brings the leaf's bounds back (below) */
+				parent = mc->c_pg[mc->c_top - 1];
+				*exact = 0;
+			} else {
+				i = leaf_near(mc, p, n, key, exact, &j);
+				if (*exact < 0)
+					return 0;	/* the caller reports the damage */
 			}
 			mc->c_flags = (mc->c_flags & ~(DL_C_EOF | DL_C_PAST)) | DL_C_INIT;
-			if ((unsigned)j == mc->c_top) {
+			if (j < 0) {
 				mc->c_ki[mc->c_top] = (indx_t)i;
 				return 0;
 			}
@@ -637,6 +730,8 @@ int dlmdb_search_key(MDB_cursor *mc, const MDB_val *key, int *exact)
 			mc->c_flags &= ~DL_C_INIT;
 			if ((rc = descend(mc, key, DL_SEARCH_KEY, (unsigned)j, 0, 1)))
 				return rc;
+			if (parent && mc->c_top && mc->c_pg[mc->c_top - 1] == parent)
+				mc->c_far = DL_UP;
 			goto leaf;
 		}
 	}
