@@ -337,7 +337,13 @@ func TestMapFullOnCommit(t *testing.T) {
 func TestInMemoryCreatesNoFiles(t *testing.T) {
 	work := t.TempDir()
 	t.Chdir(work)
-	tmp := os.TempDir()
+	// a temp directory of this test's own: /tmp is shared with the other
+	// test packages that go test runs at the same time
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	if os.TempDir() != tmp {
+		t.Fatalf("os.TempDir %q does not follow TMPDIR %q", os.TempDir(), tmp)
+	}
 	list := func(dir string) []string {
 		ents, err := os.ReadDir(dir)
 		if err != nil {
@@ -350,8 +356,6 @@ func TestInMemoryCreatesNoFiles(t *testing.T) {
 		return names
 	}
 	tmpBefore := list(tmp)
-	// work is inside tmp (t.TempDir's parent lies under os.TempDir);
-	// the test's own directories there are its, not the env's
 	for round := 0; round < 2; round++ {
 		envs := []*Env{}
 		for i := 0; i < 2; i++ {
