@@ -1551,6 +1551,16 @@ func dumpDB(eng engine, env tEnv, dbi uint32) ([]kvPair, tStat, error) {
 	return out, st, nil
 }
 
+// closeSides ends every txn of each side still open and closes its env.
+func closeSides(sides ...*side) {
+	for _, s := range sides {
+		if s.env != nil {
+			s.endAll(false)
+			s.env.close()
+		}
+	}
+}
+
 // comparePageCounts: whether Stat page counts and depth must match stock too
 // (entries always must). Off by default: our engine's split policy and its
 // overflow-page reuse differ from LMDB's (README, "Differences from stock LMDB"), which is
@@ -1709,14 +1719,7 @@ func runOpsStats(base string, a, b engine, ops []op, flags uint, stats *opStats)
 			return nil, err
 		}
 	}
-	defer func() {
-		for _, s := range []*side{sa, sb} {
-			if s.env != nil {
-				s.endAll(false)
-				s.env.close()
-			}
-		}
-	}()
+	defer closeSides(sa, sb)
 	for i, o := range ops {
 		ra, rb := sa.apply(o), sb.apply(o)
 		if stats != nil {

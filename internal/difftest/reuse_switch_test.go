@@ -61,14 +61,7 @@ func reuseVsRootFirst(base string, eng engine, ops []op, flags uint) (mm *mismat
 			return nil, err
 		}
 	}
-	defer func() {
-		for _, s := range []*side{sa, sb} {
-			if s.env != nil {
-				s.endAll(false)
-				s.env.close()
-			}
-		}
-	}()
+	defer closeSides(sa, sb)
 	for i, o := range ops {
 		ra := sa.apply(o)
 		var rb result
