@@ -96,7 +96,7 @@ static int past_end(MDB_cursor *mc, const MDB_val *k, const MDB_val *end, int ba
 	return c > 0 || (c == 0 && !incl);
 }
 
-int mdb_cursor_get_batch(MDB_cursor *mc, MDB_cursor_op op, MDB_val *key, mdb_size_t max,
+static int dl_u_cursor_get_batch(MDB_cursor *mc, MDB_cursor_op op, MDB_val *key, mdb_size_t max,
 	const MDB_val *end, unsigned flags, const MDB_val **keys, const MDB_val **vals,
 	mdb_size_t *count)
 {
@@ -223,7 +223,7 @@ done:
 	return 0;
 }
 
-int mdb_cursor_get_many(MDB_cursor *mc, const MDB_val *keys, mdb_size_t n, const MDB_val **vals,
+static int dl_u_cursor_get_many(MDB_cursor *mc, const MDB_val *keys, mdb_size_t n, const MDB_val **vals,
 	mdb_size_t *found)
 {
 	if (!mc || !mc->c_txn || mc->c_owner || (!keys && n) || !vals || !found)
@@ -262,4 +262,16 @@ int mdb_cursor_get_many(MDB_cursor *mc, const MDB_val *keys, mdb_size_t n, const
 	*vals = b->b_vals;
 	*found = hits;
 	return 0;
+}
+
+/* ---- the public entry points, one thread inside a write txn at a time (guard.c) ---- */
+
+int mdb_cursor_get_batch(MDB_cursor *mc, MDB_cursor_op op, MDB_val *key, mdb_size_t max, const MDB_val *end, unsigned flags, const MDB_val **keys, const MDB_val **vals, mdb_size_t *count)
+{
+	DL_GUARDED(mc ? mc->c_txn : NULL, 0, dl_u_cursor_get_batch(mc, op, key, max, end, flags, keys, vals, count));
+}
+
+int mdb_cursor_get_many(MDB_cursor *mc, const MDB_val *keys, mdb_size_t n, const MDB_val **vals, mdb_size_t *found)
+{
+	DL_GUARDED(mc ? mc->c_txn : NULL, 0, dl_u_cursor_get_many(mc, keys, n, vals, found));
 }

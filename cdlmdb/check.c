@@ -604,7 +604,7 @@ static int audit_version(struct audit *a)
 	return 0;
 }
 
-int mdb_txn_check(MDB_txn *txn, char *msg, size_t msglen)
+static int dl_u_txn_check(MDB_txn *txn, char *msg, size_t msglen)
 {
 	if (!txn)
 		return EINVAL;
@@ -664,4 +664,11 @@ int mdb_txn_check(MDB_txn *txn, char *msg, size_t msglen)
 	free(a.subbuf);
 	free(a.spans);
 	return rc ? MDB_CORRUPTED : 0;
+}
+
+/* ---- the public entry points, one thread inside a write txn at a time (guard.c) ---- */
+
+int mdb_txn_check(MDB_txn *txn, char *msg, size_t msglen)
+{
+	DL_GUARDED(txn, 0, dl_u_txn_check(txn, msg, msglen));
 }

@@ -51,7 +51,7 @@ static int unlink_name(MDB_txn *txn, MDB_dbi src)
 	return dlmdb_tree_del_current(&mc, 1);
 }
 
-int mdb_dbi_replace(MDB_txn *txn, MDB_dbi dst, MDB_dbi src)
+static int dl_u_dbi_replace(MDB_txn *txn, MDB_dbi dst, MDB_dbi src)
 {
 	if (!txn || dst == src || dst < DL_CORE_DBS || src < DL_CORE_DBS)
 		return EINVAL;
@@ -84,4 +84,11 @@ int mdb_dbi_replace(MDB_txn *txn, MDB_dbi dst, MDB_dbi src)
 	txn->t_dbstate[src] = 0;
 	mdb_dbi_close(txn->t_env, src);
 	return 0;
+}
+
+/* ---- the public entry points, one thread inside a write txn at a time (guard.c) ---- */
+
+int mdb_dbi_replace(MDB_txn *txn, MDB_dbi dst, MDB_dbi src)
+{
+	DL_GUARDED(txn, 0, dl_u_dbi_replace(txn, dst, src));
 }

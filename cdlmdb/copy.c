@@ -344,7 +344,7 @@ static int txn_readable(MDB_txn *txn)
 	return (txn->t_flags & (DL_T_DONE | DL_T_ERROR)) ? MDB_BAD_TXN : 0;
 }
 
-int mdb_txn_copyfd(MDB_txn *txn, mdb_filehandle_t fd, unsigned int flags)
+static int dl_u_txn_copyfd(MDB_txn *txn, mdb_filehandle_t fd, unsigned int flags)
 {
 	int rc = txn_readable(txn);
 	if (rc)
@@ -425,4 +425,11 @@ int mdb_env_copy2(MDB_env *env, const char *path, unsigned int flags)
 int mdb_env_copy(MDB_env *env, const char *path)
 {
 	return mdb_env_copy2(env, path, 0);
+}
+
+/* ---- the public entry points, one thread inside a write txn at a time (guard.c) ---- */
+
+int mdb_txn_copyfd(MDB_txn *txn, mdb_filehandle_t fd, unsigned int flags)
+{
+	DL_GUARDED(txn, 0, dl_u_txn_copyfd(txn, fd, flags));
 }

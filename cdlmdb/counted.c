@@ -453,7 +453,7 @@ static int cq_range(MDB_txn *txn, MDB_dbi dbi, const MDB_val *low, const MDB_val
 	return 0;
 }
 
-int mdb_count_all(MDB_txn *txn, MDB_dbi dbi, unsigned flags, uint64_t *out)
+static int dl_u_count_all(MDB_txn *txn, MDB_dbi dbi, unsigned flags, uint64_t *out)
 {
 	if (!txn || !out || flags)
 		return EINVAL;
@@ -464,19 +464,19 @@ int mdb_count_all(MDB_txn *txn, MDB_dbi dbi, unsigned flags, uint64_t *out)
 	return 0;
 }
 
-int mdb_count_range(MDB_txn *txn, MDB_dbi dbi, const MDB_val *low, const MDB_val *high,
+static int dl_u_count_range(MDB_txn *txn, MDB_dbi dbi, const MDB_val *low, const MDB_val *high,
 	unsigned flags, uint64_t *out)
 {
 	return cq_range(txn, dbi, low, high, flags, 0, out);
 }
 
-int mdb_range_count_values(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key_low,
+static int dl_u_range_count_values(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key_low,
 	const MDB_val *key_high, unsigned key_flags, uint64_t *out)
 {
 	return cq_range(txn, dbi, key_low, key_high, key_flags, 0, out);
 }
 
-int mdb_range_count_keys(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key_low,
+static int dl_u_range_count_keys(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key_low,
 	const MDB_val *key_high, unsigned flags, uint64_t *out)
 {
 	return cq_range(txn, dbi, key_low, key_high, flags, 1, out);
@@ -693,7 +693,7 @@ static int cq_goto_rank(MDB_cursor *mc, uint64_t r, MDB_val *key, MDB_val *data)
 	return cq_dup_aim(mc, within, data);
 }
 
-int mdb_get_rank(MDB_txn *txn, MDB_dbi dbi, uint64_t rank, MDB_val *key, MDB_val *data)
+static int dl_u_get_rank(MDB_txn *txn, MDB_dbi dbi, uint64_t rank, MDB_val *key, MDB_val *data)
 {
 	if (!txn)
 		return EINVAL;
@@ -712,7 +712,7 @@ int mdb_get_rank(MDB_txn *txn, MDB_dbi dbi, uint64_t rank, MDB_val *key, MDB_val
 	return rc;
 }
 
-int mdb_cursor_get_rank(MDB_cursor *mc, uint64_t rank, MDB_val *key, MDB_val *data, unsigned flags)
+static int dl_u_cursor_get_rank(MDB_cursor *mc, uint64_t rank, MDB_val *key, MDB_val *data, unsigned flags)
 {
 	if (!mc || !mc->c_txn || mc->c_owner || flags)
 		return EINVAL;
@@ -788,7 +788,7 @@ static int cq_key_rank(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key, const MDB_
 	return 0;
 }
 
-int mdb_get_key_rank(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key, const MDB_val *data,
+static int dl_u_get_key_rank(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key, const MDB_val *data,
 	uint64_t *rank)
 {
 	if (!txn || !key || !rank)
@@ -799,7 +799,7 @@ int mdb_get_key_rank(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key, const MDB_va
 	return cq_key_rank(txn, dbi, key, data, rank);
 }
 
-int mdb_cursor_key_rank(MDB_cursor *mc, const MDB_val *key, const MDB_val *data, unsigned flags,
+static int dl_u_cursor_key_rank(MDB_cursor *mc, const MDB_val *key, const MDB_val *data, unsigned flags,
 	uint64_t *rank)
 {
 	if (!mc || !mc->c_txn || mc->c_owner || !key || !rank || flags)
@@ -808,4 +808,46 @@ int mdb_cursor_key_rank(MDB_cursor *mc, const MDB_val *key, const MDB_val *data,
 	if (rc)
 		return rc;
 	return cq_key_rank(mc->c_txn, mc->c_dbi, key, data, rank);
+}
+
+/* ---- the public entry points, one thread inside a write txn at a time (guard.c) ---- */
+
+int mdb_count_all(MDB_txn *txn, MDB_dbi dbi, unsigned flags, uint64_t *out)
+{
+	DL_GUARDED(txn, 0, dl_u_count_all(txn, dbi, flags, out));
+}
+
+int mdb_count_range(MDB_txn *txn, MDB_dbi dbi, const MDB_val *low, const MDB_val *high, unsigned flags, uint64_t *out)
+{
+	DL_GUARDED(txn, 0, dl_u_count_range(txn, dbi, low, high, flags, out));
+}
+
+int mdb_range_count_values(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key_low, const MDB_val *key_high, unsigned key_flags, uint64_t *out)
+{
+	DL_GUARDED(txn, 0, dl_u_range_count_values(txn, dbi, key_low, key_high, key_flags, out));
+}
+
+int mdb_range_count_keys(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key_low, const MDB_val *key_high, unsigned flags, uint64_t *out)
+{
+	DL_GUARDED(txn, 0, dl_u_range_count_keys(txn, dbi, key_low, key_high, flags, out));
+}
+
+int mdb_get_rank(MDB_txn *txn, MDB_dbi dbi, uint64_t rank, MDB_val *key, MDB_val *data)
+{
+	DL_GUARDED(txn, 0, dl_u_get_rank(txn, dbi, rank, key, data));
+}
+
+int mdb_cursor_get_rank(MDB_cursor *mc, uint64_t rank, MDB_val *key, MDB_val *data, unsigned flags)
+{
+	DL_GUARDED(mc ? mc->c_txn : NULL, 0, dl_u_cursor_get_rank(mc, rank, key, data, flags));
+}
+
+int mdb_get_key_rank(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key, const MDB_val *data, uint64_t *rank)
+{
+	DL_GUARDED(txn, 0, dl_u_get_key_rank(txn, dbi, key, data, rank));
+}
+
+int mdb_cursor_key_rank(MDB_cursor *mc, const MDB_val *key, const MDB_val *data, unsigned flags, uint64_t *rank)
+{
+	DL_GUARDED(mc ? mc->c_txn : NULL, 0, dl_u_cursor_key_rank(mc, key, data, flags, rank));
 }

@@ -518,7 +518,7 @@ static int cursor_get_op(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor
 	}
 }
 
-int mdb_cursor_get(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
+static int dl_u_cursor_get(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
 {
 	if (!mc || !mc->c_txn)
 		return EINVAL;
@@ -541,7 +541,7 @@ int mdb_cursor_get(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op
 	return rc;
 }
 
-int mdb_get(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data)
+static int dl_u_get(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data)
 {
 	if (!txn || !key || !data)
 		return EINVAL;
@@ -573,7 +573,7 @@ int mdb_get(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data)
 	return dlmdb_cursor_seek(&mc, key, data, MDB_SET);
 }
 
-int mdb_cursor_open(MDB_txn *txn, MDB_dbi dbi, MDB_cursor **out)
+static int dl_u_cursor_open(MDB_txn *txn, MDB_dbi dbi, MDB_cursor **out)
 {
 	if (!txn || !out)
 		return EINVAL;
@@ -609,7 +609,7 @@ int mdb_cursor_open(MDB_txn *txn, MDB_dbi dbi, MDB_cursor **out)
 	return 0;
 }
 
-void mdb_cursor_close(MDB_cursor *mc)
+static void dl_u_cursor_close(MDB_cursor *mc)
 {
 	if (!mc)
 		return;
@@ -663,7 +663,7 @@ MDB_dbi mdb_cursor_dbi(MDB_cursor *mc)
 	return mc ? mc->c_dbi : 0;
 }
 
-int mdb_cursor_count(MDB_cursor *mc, mdb_size_t *countp)
+static int dl_u_cursor_count(MDB_cursor *mc, mdb_size_t *countp)
 {
 	if (!mc || !countp || !mc->c_txn)
 		return EINVAL;
@@ -717,4 +717,31 @@ int dlmdb_cursor_touch(MDB_cursor *mc)
 	txn->t_dbstate[mc->c_dbi] |= DL_DBS_DIRTY;
 	txn->t_flags |= DL_T_DIRTY;
 	return 0;
+}
+
+/* ---- the public entry points, one thread inside a write txn at a time (guard.c) ---- */
+
+int mdb_cursor_get(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op)
+{
+	DL_GUARDED(mc ? mc->c_txn : NULL, 0, dl_u_cursor_get(mc, key, data, op));
+}
+
+int mdb_get(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data)
+{
+	DL_GUARDED(txn, 0, dl_u_get(txn, dbi, key, data));
+}
+
+int mdb_cursor_open(MDB_txn *txn, MDB_dbi dbi, MDB_cursor **out)
+{
+	DL_GUARDED(txn, 0, dl_u_cursor_open(txn, dbi, out));
+}
+
+void mdb_cursor_close(MDB_cursor *mc)
+{
+	DL_GUARDED_VOID(mc && mc->c_tracked ? mc->c_txn : NULL, dl_u_cursor_close(mc));
+}
+
+int mdb_cursor_count(MDB_cursor *mc, mdb_size_t *countp)
+{
+	DL_GUARDED(mc ? mc->c_txn : NULL, 0, dl_u_cursor_count(mc, countp));
 }

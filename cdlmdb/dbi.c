@@ -255,7 +255,7 @@ int dlmdb_dbi_adopt(MDB_txn *txn, MDB_dbi dbi)
 	return rc;
 }
 
-int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *dbi)
+static int dl_u_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *dbi)
 {
 	if (!txn || !dbi)
 		return EINVAL;
@@ -365,7 +365,7 @@ void mdb_dbi_close(MDB_env *env, MDB_dbi dbi)
 	pthread_mutex_unlock(&env->e_dbimutex);
 }
 
-int mdb_dbi_flags(MDB_txn *txn, MDB_dbi dbi, unsigned int *flags)
+static int dl_u_dbi_flags(MDB_txn *txn, MDB_dbi dbi, unsigned int *flags)
 {
 	if (!txn || !flags)
 		return EINVAL;
@@ -378,7 +378,7 @@ int mdb_dbi_flags(MDB_txn *txn, MDB_dbi dbi, unsigned int *flags)
 	return 0;
 }
 
-int mdb_drop(MDB_txn *txn, MDB_dbi dbi, int del)
+static int dl_u_drop(MDB_txn *txn, MDB_dbi dbi, int del)
 {
 	if (!txn || (unsigned)del > 1)
 		return EINVAL;
@@ -504,4 +504,21 @@ void dlmdb_dbis_finish(MDB_txn *txn, int committed)
 			dbx_close(env, i);
 	}
 	pthread_mutex_unlock(&env->e_dbimutex);
+}
+
+/* ---- the public entry points, one thread inside a write txn at a time (guard.c) ---- */
+
+int mdb_dbi_open(MDB_txn *txn, const char *name, unsigned int flags, MDB_dbi *dbi)
+{
+	DL_GUARDED(txn, 0, dl_u_dbi_open(txn, name, flags, dbi));
+}
+
+int mdb_dbi_flags(MDB_txn *txn, MDB_dbi dbi, unsigned int *flags)
+{
+	DL_GUARDED(txn, 0, dl_u_dbi_flags(txn, dbi, flags));
+}
+
+int mdb_drop(MDB_txn *txn, MDB_dbi dbi, int del)
+{
+	DL_GUARDED(txn, 0, dl_u_drop(txn, dbi, del));
 }

@@ -614,7 +614,7 @@ int dlmdb_tree_del_discard(MDB_cursor *mc)
 	return del_current(mc, 0, 0);
 }
 
-int mdb_del(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data)
+static int dl_u_del(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data)
 {
 	if (!txn || !key)
 		return EINVAL;
@@ -651,7 +651,7 @@ int mdb_del(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data)
 	return del_current(&mc, 0, 0);
 }
 
-int mdb_cursor_del(MDB_cursor *mc, unsigned int flags)
+static int dl_u_cursor_del(MDB_cursor *mc, unsigned int flags)
 {
 	if (!mc || !mc->c_txn)
 		return EINVAL;
@@ -778,4 +778,16 @@ int dlmdb_tree_free_all(MDB_txn *txn, dl_dbrec *db)
 	db->d_depth = 0;
 	db->d_branch = db->d_leaf = db->d_overflow = db->d_entries = 0;
 	return 0;
+}
+
+/* ---- the public entry points, one thread inside a write txn at a time (guard.c) ---- */
+
+int mdb_del(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data)
+{
+	DL_GUARDED(txn, 0, dl_u_del(txn, dbi, key, data));
+}
+
+int mdb_cursor_del(MDB_cursor *mc, unsigned int flags)
+{
+	DL_GUARDED(mc ? mc->c_txn : NULL, 0, dl_u_cursor_del(mc, flags));
 }

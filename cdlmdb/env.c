@@ -426,7 +426,7 @@ int mdb_env_stat(MDB_env *env, MDB_stat *st)
 	return 0;
 }
 
-int mdb_stat(MDB_txn *txn, MDB_dbi dbi, MDB_stat *st)
+static int dl_u_stat(MDB_txn *txn, MDB_dbi dbi, MDB_stat *st)
 {
 	if (!txn || !st)
 		return EINVAL;
@@ -460,4 +460,11 @@ int mdb_env_info(MDB_env *env, MDB_envinfo *info)
 	info->me_maxreaders = env->e_maxreaders;
 	info->me_numreaders = (env->e_flags & MDB_NOLOCK) ? 0 : env->e_lck->l_numreaders;
 	return 0;
+}
+
+/* ---- the public entry points, one thread inside a write txn at a time (guard.c) ---- */
+
+int mdb_stat(MDB_txn *txn, MDB_dbi dbi, MDB_stat *st)
+{
+	DL_GUARDED(txn, 0, dl_u_stat(txn, dbi, st));
 }

@@ -265,7 +265,7 @@ static int fp_leaf(struct fp_walk *w, const dl_page *p, int dupsort)
 	return 0;
 }
 
-int mdb_footprint(MDB_txn *txn, MDB_dbi dbi, MDB_footprint *fp, mdb_size_t max_leaves)
+static int dl_u_footprint(MDB_txn *txn, MDB_dbi dbi, MDB_footprint *fp, mdb_size_t max_leaves)
 {
 	if (!txn || !fp || !max_leaves)
 		return EINVAL;
@@ -348,4 +348,11 @@ int mdb_footprint(MDB_txn *txn, MDB_dbi dbi, MDB_footprint *fp, mdb_size_t max_l
 	}
 	fp->fp_fresh = fresh;
 	return 0;
+}
+
+/* ---- the public entry points, one thread inside a write txn at a time (guard.c) ---- */
+
+int mdb_footprint(MDB_txn *txn, MDB_dbi dbi, MDB_footprint *fp, mdb_size_t max_leaves)
+{
+	DL_GUARDED(txn, 0, dl_u_footprint(txn, dbi, fp, max_leaves));
 }

@@ -360,6 +360,9 @@ struct MDB_txn {
 	int *t_intr;
 	int t_intr_own;
 	int t_err;	/* the code that set DL_T_ERROR (dl_txn_fail), else 0 */
+	/* write txns: one thread inside at a time (guard.c) */
+	uintptr_t t_gowner;	/* slot of the thread that called last, | DL_G_* bits */
+	int t_glock;		/* serialises slow paths */
 };
 
 /* cursor flags */
@@ -1214,6 +1217,83 @@ static inline int dl_txn_fail(MDB_txn *txn, int rc)
 	return rc;
 }
 #define DL_TXN_FAIL(txn, rc) dl_txn_fail((txn), (rc))
+
+/* ---- guard.c: a write txn is used by one thread at a time ---- */
+typedef struct dl_gslot {
+	MDB_txn *gs_active;	/* the write txn this thread is inside, or NULL */
+	struct dl_gslot *gs_next;	/* free list */
+} dl_gslot;
+
+/* What a guarded call restores when it leaves. */
+typedef struct {
+	dl_gslot *g_slot;	/* NULL: nothing to restore */
+	MDB_txn *g_prev;
+} dl_gtok;
+
+/* Low bits of t_gowner (slots are pointer-aligned).  Either bit sends
+ * every call to the slow path. */
+#define DL_G_CONTEND ((uintptr_t)1)	/* a slow path is looking at the txn */
+#define DL_G_CONFLICT ((uintptr_t)2)	/* two calls overlapped: the txn cannot commit */
+#define DL_G_BITS (DL_G_CONTEND | DL_G_CONFLICT)
+
+extern DL_HIDDEN __thread dl_gslot *dlmdb_gs_mine;
+extern DL_HIDDEN int dlmdb_gs_fence;
+DL_HIDDEN dl_gslot *dlmdb_gslot_make(void);
+DL_HIDDEN int dlmdb_guard_slow(MDB_txn *txn, dl_gtok *g, int end);
+/* a new write txn belongs to the calling thread */
+DL_HIDDEN void dlmdb_guard_bind(MDB_txn *txn);
+
+/* Enter a call on txn (any txn; only write txns are guarded).  0: go on,
+ * and dl_guard_leave(g) on the way out.  EBUSY: another thread is inside
+ * txn (the txn now fails); MDB_BAD_TXN: it failed so earlier; ENOMEM.
+ * With end set (commit, abort) the call waits for the other thread to
+ * leave instead and always returns 0. */
+static inline int dl_guard_enter(MDB_txn *txn, dl_gtok *g, int end)
+{
+	g->g_slot = NULL;
+	if (!txn || (txn->t_flags & DL_T_RDONLY))
+		return 0;
+	dl_gslot *s = dlmdb_gs_mine;
+	if (DL_UNLIKELY(!s) && !(s = dlmdb_gslot_make()))
+		return end ? 0 : ENOMEM;
+	g->g_slot = s;
+	g->g_prev = s->gs_active;
+	__atomic_store_n(&s->gs_active, txn, __ATOMIC_RELAXED);
+	/* the store above and the load below are ordered by the slow path's
+	 * membarrier; without membarrier t_gowner always carries
+	 * DL_G_CONTEND, so every call takes the slow path, which fences */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (DL_LIKELY(__atomic_load_n(&txn->t_gowner, __ATOMIC_RELAXED) == (uintptr_t)s))
+		return 0;
+	return dlmdb_guard_slow(txn, g, end);
+}
+
+static inline void dl_guard_leave(dl_gtok *g)
+{
+	if (g->g_slot)
+		__atomic_store_n(&g->g_slot->gs_active, g->g_prev, __ATOMIC_RELEASE);
+}
+
+/* The body of a public entry point: call, guarded on txn (guard.c). */
+#define DL_GUARDED(txn, end, call) \
+	do { \
+		dl_gtok g_; \
+		int rc_ = dl_guard_enter((txn), &g_, (end)); \
+		if (rc_) \
+			return rc_; \
+		rc_ = (call); \
+		dl_guard_leave(&g_); \
+		return rc_; \
+	} while (0)
+/* The same for a call that returns nothing and must always run: it waits
+ * for another thread inside txn to leave. */
+#define DL_GUARDED_VOID(txn, call) \
+	do { \
+		dl_gtok g_; \
+		(void)dl_guard_enter((txn), &g_, 1); \
+		call; \
+		dl_guard_leave(&g_); \
+	} while (0)
 
 /* internal tree_put flags (above every MDB_* write flag) */
 #define DL_PUT_TREE 0x80000000u	/* node carries DL_N_TREE */

@@ -145,7 +145,7 @@ static void ld_fixup(struct dl_ldbuf *b, size_t used, size_t ntag)
 	}
 }
 
-int mdb_cursor_list_dup(MDB_cursor *mc, const MDB_val **vals, mdb_size_t *count)
+static int dl_u_cursor_list_dup(MDB_cursor *mc, const MDB_val **vals, mdb_size_t *count)
 {
 	if (!mc || !vals || !count || mc->c_owner)
 		return EINVAL;
@@ -222,4 +222,11 @@ int mdb_cursor_list_dup(MDB_cursor *mc, const MDB_val **vals, mdb_size_t *count)
 	*vals = b->l_vals;
 	*count = used;
 	return 0;
+}
+
+/* ---- the public entry points, one thread inside a write txn at a time (guard.c) ---- */
+
+int mdb_cursor_list_dup(MDB_cursor *mc, const MDB_val **vals, mdb_size_t *count)
+{
+	DL_GUARDED(mc ? mc->c_txn : NULL, 0, dl_u_cursor_list_dup(mc, vals, count));
 }

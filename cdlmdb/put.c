@@ -342,7 +342,7 @@ static int put_checks(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data, un
 	return 0;
 }
 
-int mdb_put(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data, unsigned int flags)
+static int dl_u_put(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data, unsigned int flags)
 {
 	if (!txn)
 		return EINVAL;
@@ -367,7 +367,7 @@ int mdb_put(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data, unsigned int
 	return dlmdb_tree_put(&mc, key, data, flags & ~MDB_CURRENT);
 }
 
-int mdb_cursor_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned int flags)
+static int dl_u_cursor_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned int flags)
 {
 	if (!mc || !mc->c_txn)
 		return EINVAL;
@@ -399,4 +399,16 @@ int dlmdb_put_dbrec(MDB_txn *txn, const char *name, size_t len, const dl_dbrec *
 	MDB_val k = {len, (void *)name}, d = {sizeof *rec, (void *)rec};
 	dlmdb_cursor_setup(&mc, txn, DL_MAIN_DBI);
 	return dlmdb_tree_put(&mc, &k, &d, DL_PUT_TREE);
+}
+
+/* ---- the public entry points, one thread inside a write txn at a time (guard.c) ---- */
+
+int mdb_put(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, MDB_val *data, unsigned int flags)
+{
+	DL_GUARDED(txn, 0, dl_u_put(txn, dbi, key, data, flags));
+}
+
+int mdb_cursor_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned int flags)
+{
+	DL_GUARDED(mc ? mc->c_txn : NULL, 0, dl_u_cursor_put(mc, key, data, flags));
 }

@@ -553,7 +553,7 @@ static void txn_free_lists(MDB_txn *txn)
 	scratch_free(txn);
 }
 
-int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags, MDB_txn **out)
+static int dl_u_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags, MDB_txn **out)
 {
 	if (!env || !out)
 		return EINVAL;
@@ -594,6 +594,8 @@ int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags, MDB_txn **o
 		txn_free(txn);
 		return rc;
 	}
+	if (!(txn->t_flags & DL_T_RDONLY))
+		dlmdb_guard_bind(txn);
 	*out = txn;
 	return 0;
 }
@@ -720,7 +722,7 @@ static void txn_end(MDB_txn *txn, int committed)
 	txn->t_flags |= DL_T_DONE;
 }
 
-void mdb_txn_abort(MDB_txn *txn)
+static void dl_u_txn_abort(MDB_txn *txn)
 {
 	if (!txn)
 		return;
@@ -1116,7 +1118,7 @@ static int data_sync(MDB_env *env, pgno_t lo, pgno_t hi)
 	return DL_MSYNC(DL_IO_DSYNC, env->e_map + start, end - start, how) ? errno : 0;
 }
 
-int mdb_txn_commit(MDB_txn *txn)
+static int dl_u_txn_commit(MDB_txn *txn)
 {
 	if (!txn)
 		return EINVAL;
@@ -1181,4 +1183,21 @@ done:
 fail:
 	mdb_txn_abort(txn);
 	return rc;
+}
+
+/* ---- the public entry points, one thread inside a write txn at a time (guard.c) ---- */
+
+int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags, MDB_txn **out)
+{
+	DL_GUARDED(parent, 0, dl_u_txn_begin(env, parent, flags, out));
+}
+
+int mdb_txn_commit(MDB_txn *txn)
+{
+	DL_GUARDED(txn, 1, dl_u_txn_commit(txn));
+}
+
+void mdb_txn_abort(MDB_txn *txn)
+{
+	DL_GUARDED_VOID(txn, dl_u_txn_abort(txn));
 }

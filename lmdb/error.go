@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io/fs"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -180,6 +181,8 @@ func misuse(op string, rc C.int) string {
 		return "a write transaction on an environment opened Readonly"
 	case rc == C.EINVAL && op == "mdb_env_set_mapsize":
 		return "the map size of an open environment can change only while this process has no transaction running"
+	case rc == C.EBUSY && !strings.HasPrefix(op, "mdb_env_"):
+		return "another goroutine was inside the same write transaction at that moment; the transaction can no longer commit"
 	case rc == C.MDB_INCOMPATIBLE && countedOps[op]:
 		return "the database was not created with lmdb.Counted; rebuild it with dlmdb.Convert or cmd/lmdb_convert -counted on"
 	}
