@@ -24,7 +24,7 @@ for f in cdlmdb/*.c; do
 	objs+=("$o")
 done
 # C tests that need no stock LMDB; each runs at the default scale
-TESTS=${ARM64_TESTS:-"api_test env_test nested_test cursem_test dupfix_test demote_test prefix_test count_test listdup_test inmem_test thread_test wrongthread_test crash_test order_test convert_test"}
+TESTS=${ARM64_TESTS:-"api_test env_test nested_test cursem_test dupfix_test demote_test prefix_test count_test listdup_test inmem_test thread_test wrongthread_test guard_test crash_test order_test convert_test"}
 pass=0
 fail=0
 for t in $TESTS; do
