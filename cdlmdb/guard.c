@@ -29,6 +29,7 @@
 #include "internal.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <sched.h>
 #if defined(__linux__)
 #include <linux/membarrier.h>
@@ -135,6 +136,29 @@ void dlmdb_guard_bind(MDB_txn *txn)
 	/* 0 (no memory): the first call takes the slow path */
 	txn->t_gowner = (uintptr_t)s | gs_keep();
 	txn->t_glock = 0;
+	txn->t_gcalls = 0;
+}
+
+_Static_assert(offsetof(struct MDB_txn, t_gcalls) == 0, "mdb_txn_calls: the count is the first word");
+
+unsigned mdb_txn_calls(MDB_txn *txn)
+{
+	return txn ? __atomic_load_n(&txn->t_gcalls, __ATOMIC_ACQUIRE) : 0;
+}
+
+/* Any thread, while another may be inside: only t_gowner changes, under
+ * t_glock, as in a slow path.  The thread that calls next finds
+ * DL_G_CONFLICT and fails the txn itself (dlmdb_guard_slow). */
+int mdb_txn_fail_busy(MDB_txn *txn)
+{
+	if (!txn)
+		return EINVAL;
+	if (txn->t_flags & DL_T_RDONLY)
+		return 0;
+	gs_lock(txn);
+	__atomic_fetch_or(&txn->t_gowner, DL_G_CONFLICT, __ATOMIC_SEQ_CST);
+	gs_unlock(txn);
+	return 0;
 }
 
 static void gs_undo(dl_gtok *g)

@@ -315,6 +315,10 @@ typedef struct dl_curbak {
 } dl_curbak;
 
 struct MDB_txn {
+	/* write txns: guarded calls that got in (guard.c).  First, so that a
+	 * binding copying a result after the call can read it at offset 0
+	 * (mdb_txn_calls) */
+	unsigned t_gcalls;
 	MDB_env *t_env;
 	MDB_txn *t_parent;
 	MDB_txn *t_child;
@@ -1243,6 +1247,18 @@ DL_HIDDEN int dlmdb_guard_slow(MDB_txn *txn, dl_gtok *g, int end);
 /* a new write txn belongs to the calling thread */
 DL_HIDDEN void dlmdb_guard_bind(MDB_txn *txn);
 
+/* A call got into txn: the outermost one of this thread bumps t_gcalls.
+ * Only the thread inside writes it; the release fence orders the count
+ * before the call's own stores, so a thread that copies out of the txn
+ * after its call and then sees the count unchanged saw none of them. */
+static inline void dl_guard_count(MDB_txn *txn, const dl_gtok *g)
+{
+	if (g->g_prev != txn) {
+		__atomic_store_n(&txn->t_gcalls, txn->t_gcalls + 1, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+	}
+}
+
 /* Enter a call on txn (any txn; only write txns are guarded).  0: go on,
  * and dl_guard_leave(g) on the way out.  EBUSY: another thread is inside
  * txn (the txn now fails); MDB_BAD_TXN: it failed so earlier; ENOMEM.
@@ -1263,9 +1279,14 @@ static inline int dl_guard_enter(MDB_txn *txn, dl_gtok *g, int end)
 	 * membarrier; without membarrier t_gowner always carries
 	 * DL_G_CONTEND, so every call takes the slow path, which fences */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (DL_LIKELY(__atomic_load_n(&txn->t_gowner, __ATOMIC_RELAXED) == (uintptr_t)s))
+	if (DL_LIKELY(__atomic_load_n(&txn->t_gowner, __ATOMIC_RELAXED) == (uintptr_t)s)) {
+		dl_guard_count(txn, g);
 		return 0;
-	return dlmdb_guard_slow(txn, g, end);
+	}
+	int rc = dlmdb_guard_slow(txn, g, end);
+	if (!rc && g->g_slot)
+		dl_guard_count(txn, g);
+	return rc;
 }
 
 static inline void dl_guard_leave(dl_gtok *g)

@@ -283,6 +283,8 @@ typedef int(MDB_msg_func)(const char *msg, void *ctx);
 #define mdb_txn_copyfd dlmdb_txn_copyfd
 #define mdb_env_load dlmdb_env_load
 #define mdb_txn_cause dlmdb_txn_cause
+#define mdb_txn_calls dlmdb_txn_calls
+#define mdb_txn_fail_busy dlmdb_txn_fail_busy
 
 /* ---- library ----------------------------------------------------------------- */
 
@@ -622,6 +624,21 @@ int mdb_txn_set_interrupt(MDB_txn *txn, int on);
  *  not failed.  Ask before mdb_txn_commit or mdb_txn_abort, which free the
  *  txn.  DLMDB-go extension. */
 int mdb_txn_cause(MDB_txn *txn);
+
+/** How many calls have got into write txn txn so far (read txns: 0).  A
+ *  binding that copies a result out of the txn after the call returned
+ *  reads this before the call and again after the copy: a count that grew
+ *  by more than its own call means another thread was inside meanwhile,
+ *  and the copy may be torn.  It then calls mdb_txn_fail_busy.  The count
+ *  is an unsigned int at offset 0 of the txn, so a binding may also load
+ *  it there (atomically) without a call.  DLMDB-go extension. */
+unsigned mdb_txn_calls(MDB_txn *txn);
+
+/** Mark write txn txn as used by two threads at once, from any thread,
+ *  even while another is inside it: every later call answers MDB_BAD_TXN
+ *  and mdb_txn_commit fails, cause EBUSY (as when the engine itself sees
+ *  two calls overlap).  No-op on read txns.  DLMDB-go extension. */
+int mdb_txn_fail_busy(MDB_txn *txn);
 
 /* ---- reader table ------------------------------------------------------------------------- */
 

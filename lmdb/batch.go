@@ -54,6 +54,7 @@ func (c *Cursor) GetBatch(setkey []byte, op uint, max int, end []byte, flags uin
 	}
 	kp, kn := cbytes(setkey)
 	ep, en := cbytes(end)
+	s0 := c.txn.calls()
 	r := C.dlmdbgo_get_batch(c.ch(), C.int(op), kp, kn, C.size_t(max), ep, en, boolInt(end != nil), C.uint(flags))
 	if r.rc != 0 {
 		if r.rc == C.MDB_NOTFOUND {
@@ -68,7 +69,7 @@ func (c *Cursor) GetBatch(setkey []byte, op uint, max int, end []byte, flags uin
 			keys = append(keys, mapView((*C.char)(ks[i].mv_data), ks[i].mv_size))
 			vals = append(vals, mapView((*C.char)(vs[i].mv_data), vs[i].mv_size))
 		}
-		return keys, vals, nil
+		return c.batchRead(s0, keys, vals)
 	}
 	buf := make([]byte, int(r.total))
 	off := 0
@@ -79,6 +80,16 @@ func (c *Cursor) GetBatch(setkey []byte, op uint, max int, end []byte, flags uin
 		n = copy(buf[off:], mapView((*C.char)(vs[i].mv_data), vs[i].mv_size))
 		vals = append(vals, buf[off:off+n:off+n])
 		off += n
+	}
+	return c.batchRead(s0, keys, vals)
+}
+
+// batchRead ends GetBatch: the item descriptors (and without RawRead the
+// items) were read after the call, so no other goroutine may have got into
+// the transaction since (Txn.copiedAlone).
+func (c *Cursor) batchRead(s0 uint32, keys, vals [][]byte) ([][]byte, [][]byte, error) {
+	if err := c.txn.copiedAlone("mdb_cursor_get_batch", s0); err != nil {
+		return keys[:0], vals[:0], err
 	}
 	return keys, vals, nil
 }
@@ -108,6 +119,7 @@ func (c *Cursor) GetMany(keys [][]byte, vals [][]byte) (_ [][]byte, found int, e
 		lp = &c.lens[0]
 	}
 	fp, _ := cbytes(c.flat)
+	s0 := c.txn.calls()
 	r := C.dlmdbgo_get_many(c.ch(), fp, lp, C.size_t(len(keys)))
 	if r.rc != 0 {
 		return vals, 0, codeError("mdb_cursor_get_many", r.rc)
@@ -128,6 +140,9 @@ func (c *Cursor) GetMany(keys [][]byte, vals [][]byte) (_ [][]byte, found int, e
 			buf = append(buf, mapView((*C.char)(vs[i].mv_data), vs[i].mv_size)...)
 			vals = append(vals, buf[off:len(buf):len(buf)])
 		}
+	}
+	if err := c.txn.copiedAlone("mdb_cursor_get_many", s0); err != nil {
+		return vals[:0], 0, err
 	}
 	return vals, int(r.count), nil
 }

@@ -128,13 +128,17 @@ func (txn *Txn) CountValues(dbi DBI, low, high []byte, flags uint) (uint64, erro
 	return txn.count("mdb_range_count_values", countValues, dbi, low, high, flags)
 }
 
-// rankPair turns the result of dlmdbgo_get_rank into Go slices: views into
-// the map with RawRead, copies otherwise.
-func (txn *Txn) rankPair(r C.dlmdbgo_pair) (key, val []byte) {
+// rankPair turns the result of dlmdbgo_get_rank (begun when calls() read
+// s0) into Go slices: views into the map with RawRead, copies otherwise.
+func (txn *Txn) rankPair(op string, r C.dlmdbgo_pair, s0 uint32) (key, val []byte, err error) {
 	if txn.RawRead {
-		return mapView(r.kdata, r.klen), mapView(r.vdata, r.vlen)
+		return mapView(r.kdata, r.klen), mapView(r.vdata, r.vlen), nil
 	}
-	return mapCopy(r.kdata, r.klen), mapCopy(r.vdata, r.vlen)
+	key, val = mapCopy(r.kdata, r.klen), mapCopy(r.vdata, r.vlen)
+	if err := txn.copiedAlone(op, s0); err != nil {
+		return nil, nil, err
+	}
+	return key, val, nil
 }
 
 // GetRank returns the entry at position rank (from 0) of database dbi, in
@@ -148,6 +152,7 @@ func (txn *Txn) GetRank(dbi DBI, rank uint64) (key, val []byte, err error) {
 	if txn.gone() {
 		return nil, nil, ended("mdb_get_rank")
 	}
+	s0 := txn.calls()
 	r := C.dlmdbgo_get_rank(txn.ch(), C.MDB_dbi(dbi), 0, C.ulonglong(rank))
 	if r.rc != 0 {
 		if r.rc == C.MDB_NOTFOUND {
@@ -155,8 +160,7 @@ func (txn *Txn) GetRank(dbi DBI, rank uint64) (key, val []byte, err error) {
 		}
 		return nil, nil, codeError("mdb_get_rank", r.rc)
 	}
-	key, val = txn.rankPair(r)
-	return key, val, nil
+	return txn.rankPair("mdb_get_rank", r, s0)
 }
 
 // Rank is GetRank, the entry at a rank.
@@ -206,6 +210,7 @@ func (c *Cursor) GetRank(rank uint64) (key, val []byte, err error) {
 	if err := c.live("mdb_cursor_get_rank"); err != nil {
 		return nil, nil, err
 	}
+	s0 := c.txn.calls()
 	r := C.dlmdbgo_get_rank(0, 0, c.ch(), C.ulonglong(rank))
 	if r.rc != 0 {
 		if r.rc == C.MDB_NOTFOUND {
@@ -213,8 +218,7 @@ func (c *Cursor) GetRank(rank uint64) (key, val []byte, err error) {
 		}
 		return nil, nil, codeError("mdb_cursor_get_rank", r.rc)
 	}
-	key, val = c.txn.rankPair(r)
-	return key, val, nil
+	return c.txn.rankPair("mdb_cursor_get_rank", r, s0)
 }
 
 // KeyRank is Txn.KeyRank for the cursor's transaction and database. The

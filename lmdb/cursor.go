@@ -216,6 +216,7 @@ func (c *Cursor) Get(setkey, setval []byte, op uint) (key, val []byte, err error
 	}
 	kp, kn := cbytes(setkey)
 	vp, vn := cbytes(setval)
+	s0 := c.txn.calls()
 	r := C.dlmdbgo_cursor_get(c.ch(), kp, kn, vp, vn, C.int(op))
 	if r.rc != 0 {
 		if r.rc == C.MDB_NOTFOUND {
@@ -227,9 +228,13 @@ func (c *Cursor) Get(setkey, setval []byte, op uint) (key, val []byte, err error
 		if c.txn.RawRead {
 			return mapView(r.kdata, r.klen), mapView(r.vdata, r.vlen), nil
 		}
-		return mapCopy(r.kdata, r.klen), mapCopy(r.vdata, r.vlen), nil
+		key, val = mapCopy(r.kdata, r.klen), mapCopy(r.vdata, r.vlen)
+	} else {
+		key, val = c.echoed(&r, setkey, setval)
 	}
-	key, val = c.echoed(&r, setkey, setval)
+	if err := c.txn.copiedAlone("mdb_cursor_get", s0); err != nil {
+		return nil, nil, err
+	}
 	return key, val, nil
 }
 

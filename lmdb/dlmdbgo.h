@@ -161,6 +161,11 @@ static inline int dlmdbgo_txn_renew(dlmdbgo_h txn)
 	return mdb_txn_renew(DLMDBGO_TXN(txn));
 }
 
+static inline void dlmdbgo_txn_fail_busy(dlmdbgo_h txn)
+{
+	mdb_txn_fail_busy(DLMDBGO_TXN(txn));
+}
+
 static inline size_t dlmdbgo_txn_id(dlmdbgo_h txn)
 {
 	return (size_t)mdb_txn_id(DLMDBGO_TXN(txn));

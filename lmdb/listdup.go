@@ -40,6 +40,7 @@ func (c *Cursor) ListDupInto(dst [][]byte) ([][]byte, error) {
 	if err := c.live("mdb_cursor_list_dup"); err != nil {
 		return dst[:0], err
 	}
+	s0 := c.txn.calls()
 	r := C.dlmdbgo_list_dup(c.ch())
 	if r.rc != 0 {
 		if r.rc == C.MDB_NOTFOUND {
@@ -53,7 +54,7 @@ func (c *Cursor) ListDupInto(dst [][]byte) ([][]byte, error) {
 		for i := range vals {
 			out = append(out, mapView((*C.char)(vals[i].mv_data), vals[i].mv_size))
 		}
-		return out, nil
+		return c.listRead(s0, out)
 	}
 	buf := make([]byte, int(r.total))
 	off := 0
@@ -62,6 +63,16 @@ func (c *Cursor) ListDupInto(dst [][]byte) ([][]byte, error) {
 		copy(buf[off:off+n], mapView((*C.char)(vals[i].mv_data), vals[i].mv_size))
 		out = append(out, buf[off:off+n:off+n])
 		off += n
+	}
+	return c.listRead(s0, out)
+}
+
+// listRead ends ListDup: the descriptors (and without RawRead the values)
+// were read after the call, so no other goroutine may have got into the
+// transaction since (Txn.copiedAlone).
+func (c *Cursor) listRead(s0 uint32, out [][]byte) ([][]byte, error) {
+	if err := c.txn.copiedAlone("mdb_cursor_list_dup", s0); err != nil {
+		return out[:0], err
 	}
 	return out, nil
 }
@@ -80,6 +91,7 @@ func (c *Cursor) ListDupFixed(dst []byte) (vals []byte, stride int, err error) {
 	if err := c.live("mdb_cursor_list_dup"); err != nil {
 		return dst[:0], 0, err
 	}
+	s0 := c.txn.calls()
 	r := C.dlmdbgo_list_dup(c.ch())
 	if r.rc != 0 {
 		if r.rc == C.MDB_NOTFOUND {
@@ -106,11 +118,15 @@ func (c *Cursor) ListDupFixed(dst []byte) (vals []byte, stride int, err error) {
 		}
 	}
 	if c.txn.RawRead && contiguous {
-		return mapView((*C.char)(items[0].mv_data), r.total), stride, nil
+		vals = mapView((*C.char)(items[0].mv_data), r.total)
+	} else {
+		vals = dst[:0]
+		for i := range items {
+			vals = append(vals, mapView((*C.char)(items[i].mv_data), items[i].mv_size)...)
+		}
 	}
-	out := dst[:0]
-	for i := range items {
-		out = append(out, mapView((*C.char)(items[i].mv_data), items[i].mv_size)...)
+	if err := c.txn.copiedAlone("mdb_cursor_list_dup", s0); err != nil {
+		return dst[:0], 0, err
 	}
-	return out, stride, nil
+	return vals, stride, nil
 }

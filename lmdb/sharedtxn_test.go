@@ -1,6 +1,7 @@
 package lmdb
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"runtime"
@@ -210,4 +211,182 @@ func countPrefix(t *testing.T, env *Env, dbi DBI, prefix string) int {
 		return nil
 	})
 	return n
+}
+
+// Every call that copies out of a write txn after the engine returned
+// counts as exactly one call into the txn (mdb_txn_calls): a call that
+// counted twice would fail every such copy, one that counted zero times
+// would miss an intruder. The count lives at offset 0, where calls() reads
+// it without a cgo call.
+func TestWriteTxnCallCount(t *testing.T) {
+	env := openEnv(t, 0)
+	plain := openDB(t, env, "plain", Create|Counted)
+	dups := openDB(t, env, "dups", Create|DupSort)
+	mustUpdate(t, env, func(txn *Txn) error {
+		for i := 0; i < 300; i++ {
+			if err := txn.Put(plain, kv("k", i), kv("v", i), 0); err != nil {
+				return err
+			}
+			if err := txn.Put(dups, kv("k", i%7), kv("v", i), 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	mustUpdate(t, env, func(txn *Txn) error {
+		cur, err := txn.OpenCursor(plain)
+		if err != nil {
+			return err
+		}
+		defer cur.Close()
+		dcur, err := txn.OpenCursor(dups)
+		if err != nil {
+			return err
+		}
+		defer dcur.Close()
+		steps := []struct {
+			name string
+			call func() error
+		}{
+			{"Get", func() error { _, err := txn.Get(plain, kv("k", 5)); return err }},
+			{"Put", func() error { return txn.Put(plain, kv("k", 500), []byte("x"), 0) }},
+			{"Cursor.Get Set", func() error { _, _, err := cur.Get(kv("k", 9), nil, Set); return err }},
+			{"Cursor.Get Next", func() error { _, _, err := cur.Get(nil, nil, Next); return err }},
+			{"GetRank", func() error { _, _, err := txn.GetRank(plain, 17); return err }},
+			{"Cursor.GetRank", func() error { _, _, err := cur.GetRank(18); return err }},
+			{"GetBatch", func() error {
+				_, _, err := cur.GetBatch(kv("k", 1), SetRange, 20, nil, 0, nil, nil)
+				return err
+			}},
+			{"GetMany", func() error {
+				_, _, err := cur.GetMany([][]byte{kv("k", 2), kv("k", 3)}, nil)
+				return err
+			}},
+			{"ListDup", func() error {
+				if _, _, err := dcur.Get(kv("k", 3), nil, Set); err != nil {
+					return err
+				}
+				_, err := dcur.ListDupInto(nil)
+				return err
+			}},
+		}
+		for _, s := range steps {
+			for _, raw := range []bool{false, true} {
+				txn.RawRead = raw
+				before := txn.calls()
+				if err := s.call(); err != nil {
+					t.Fatalf("%s (RawRead %v): %v", s.name, raw, err)
+				}
+				want := before + 1
+				if s.name == "ListDup" {
+					want++ // the positioning Get is a call of its own
+				}
+				if got := txn.calls(); got != want {
+					t.Fatalf("%s (RawRead %v): count %d -> %d, want %d", s.name, raw, before, got, want)
+				}
+			}
+		}
+		txn.RawRead = false
+		return nil
+	})
+}
+
+// A goroutine that got into the txn while another was copying a result out
+// (after the engine call, before the copy ended) fails the txn: the copier
+// gets EBUSY instead of a possibly torn copy, and the commit reports BadTxn
+// with cause EBUSY. The intrusion is staged through calls(): read the count,
+// make the call, let another goroutine put, then end the copy.
+func TestCopyOverlapFailsTxn(t *testing.T) {
+	env := openEnv(t, 0)
+	dbi := openDB(t, env, "c", Create)
+	mustUpdate(t, env, func(txn *Txn) error { return txn.Put(dbi, []byte("a"), []byte("old"), 0) })
+
+	txn := beginWrite(t, env)
+	s0 := txn.calls()
+	if _, err := txn.Get(dbi, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.copiedAlone("mdb_get", s0); err != nil {
+		t.Fatalf("no intruder: %v", err)
+	}
+	s0 = txn.calls()
+	if _, err := txn.Get(dbi, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- txn.Put(dbi, []byte("b"), []byte("new"), 0) }()
+	if err := <-done; err != nil {
+		t.Fatalf("the intruder's put (no overlap inside the engine): %v", err)
+	}
+	err := txn.copiedAlone("mdb_get", s0)
+	if !errors.Is(err, syscall.EBUSY) || !strings.Contains(err.Error(), "goroutine") {
+		t.Fatalf("copy overlapped by a put: %v, want EBUSY naming the misuse", err)
+	}
+	if _, err := txn.Get(dbi, []byte("a")); !IsErrno(err, BadTxn) {
+		t.Fatalf("get after the overlap: %v, want BadTxn", err)
+	}
+	if err := txn.Commit(); !IsErrno(err, BadTxn) || !errors.Is(err, syscall.EBUSY) {
+		t.Fatalf("commit: %v, want BadTxn caused by EBUSY", err)
+	}
+	mustView(t, env, func(r *Txn) error {
+		if _, err := r.Get(dbi, []byte("b")); !IsNotFound(err) {
+			t.Fatalf("the failed txn's put is visible: %v", err)
+		}
+		return nil
+	})
+}
+
+// One goroutine rewrites a large value with one byte value after another
+// while a second one reads it back through copying Gets on the same write
+// txn: every Get either fails (EBUSY, then BadTxn) or returns a value whose
+// bytes all agree; a torn copy never comes back as a success.
+func TestSharedTxnNoTornCopy(t *testing.T) {
+	env := openEnv(t, 0)
+	dbi := openDB(t, env, "t", Create)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	const size = 256 << 10
+	rounds := 40
+	if testing.Short() {
+		rounds = 8
+	}
+	for r := 0; r < rounds; r++ {
+		_ = env.Update(func(txn *Txn) error {
+			if err := txn.Put(dbi, []byte("big"), bytes.Repeat([]byte{'a'}, size), 0); err != nil {
+				return err
+			}
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for b := byte('b'); ; b = 'a' + (b-'a'+1)%26 {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if txn.Put(dbi, []byte("big"), bytes.Repeat([]byte{b}, size), 0) != nil {
+						return
+					}
+				}
+			}()
+			for i := 0; i < 200; i++ {
+				v, err := txn.Get(dbi, []byte("big"))
+				if err != nil {
+					break
+				}
+				if len(v) != size || bytes.Count(v, v[:1]) != size {
+					close(stop)
+					wg.Wait()
+					t.Fatalf("round %d: a successful Get returned a torn value", r)
+				}
+			}
+			close(stop)
+			wg.Wait()
+			return errors.New("discard")
+		})
+	}
+	if err := env.Check(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -117,6 +117,28 @@ func (txn *Txn) ch() C.dlmdbgo_h {
 	return C.dlmdbgo_h(uintptr(unsafe.Pointer(txn.handle)))
 }
 
+// calls reads the engine's count of the calls that got into this write
+// transaction (mdb_txn_calls: an unsigned int at offset 0 of the C txn,
+// loaded here without a cgo call; read-only transactions keep 0).
+func (txn *Txn) calls() uint32 {
+	return atomic.LoadUint32((*uint32)(unsafe.Pointer(txn.handle)))
+}
+
+// copiedAlone runs after a result was copied out of engine memory by a call
+// that began when calls() read s0. In a write transaction the count must
+// have grown by that one call: more means another goroutine got into the
+// transaction while this one was between its call and the end of its copy,
+// so the copy may be torn. The transaction is then failed (it cannot
+// commit) and the caller gets EBUSY, as when two calls overlap in the
+// engine.
+func (txn *Txn) copiedAlone(op string, s0 uint32) error {
+	if txn.readonly || txn.calls() == s0+1 {
+		return nil
+	}
+	C.dlmdbgo_txn_fail_busy(txn.ch())
+	return codeError(op, C.EBUSY)
+}
+
 // ID returns the transaction's id: for a reader, the id of the snapshot it
 // sees (shared with other readers of that snapshot); for a writer, the id
 // its commit will get. It is 0 after the transaction ended.
@@ -486,6 +508,7 @@ func (txn *Txn) Get(dbi DBI, key []byte) ([]byte, error) {
 		return nil, ended("mdb_get")
 	}
 	kp, kn := cbytes(key)
+	s0 := txn.calls()
 	r := C.dlmdbgo_get(txn.ch(), C.MDB_dbi(dbi), kp, kn)
 	if r.rc != 0 {
 		if r.rc == C.MDB_NOTFOUND {
@@ -496,7 +519,11 @@ func (txn *Txn) Get(dbi DBI, key []byte) ([]byte, error) {
 	if txn.RawRead {
 		return mapView(r.data, r.len), nil
 	}
-	return mapCopy(r.data, r.len), nil
+	val := mapCopy(r.data, r.len)
+	if err := txn.copiedAlone("mdb_get", s0); err != nil {
+		return nil, err
+	}
+	return val, nil
 }
 
 // writeFlagMask removes the flags that only PutReserve and PutMulti may

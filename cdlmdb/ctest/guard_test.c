@@ -400,6 +400,54 @@ static void shared_reader(void)
 	mdb_txn_abort(txn);
 }
 
+/* ---- the call count a binding reads around its copies ---- */
+static void *fail_busy_run(void *p)
+{
+	EXPECT_RC(mdb_txn_fail_busy(p), 0);
+	return NULL;
+}
+
+static void call_count(void)
+{
+	MDB_txn *txn = begin_w();
+	unsigned c0 = mdb_txn_calls(txn);
+	EXPECT(c0 == *(const unsigned *)txn);	/* the first word, as documented */
+	EXPECT_RC(put_s(txn, "c1", "x"), 0);
+	EXPECT(mdb_txn_calls(txn) == c0 + 1);
+	MDB_val k = { 2, "c1" }, v;
+	EXPECT_RC(mdb_get(txn, dbi, &k, &v), 0);
+	EXPECT(mdb_txn_calls(txn) == c0 + 2);
+	MDB_cursor *mc;
+	EXPECT_RC(mdb_cursor_open(txn, dbi, &mc), 0);
+	unsigned c1 = mdb_txn_calls(txn);
+	EXPECT_RC(mdb_cursor_get(mc, &k, &v, MDB_FIRST), 0);
+	EXPECT(mdb_txn_calls(txn) == c1 + 1);
+	/* a call that gets in and then fails counts once too */
+	MDB_val empty = { 0, "" };
+	EXPECT(mdb_put(txn, dbi, &empty, &v, 0) != 0);
+	EXPECT(mdb_txn_calls(txn) == c1 + 2);
+	mdb_cursor_close(mc);
+	/* marked from another thread: the next call is refused, the commit
+	 * fails with cause EBUSY, nothing is written */
+	pthread_t th;
+	if (pthread_create(&th, NULL, fail_busy_run, txn))
+		exit(2);
+	pthread_join(th, NULL);
+	EXPECT_RC(put_s(txn, "c2", "x"), MDB_BAD_TXN);
+	EXPECT_RC(mdb_txn_cause(txn), EBUSY);
+	EXPECT_RC(mdb_txn_commit(txn), MDB_BAD_TXN);
+	EXPECT(!present("c1"));
+	/* read txns count nothing and ignore the mark */
+	MDB_txn *r;
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r));
+	EXPECT_RC(mdb_txn_fail_busy(r), 0);
+	k.mv_size = 2, k.mv_data = "h0";
+	EXPECT_RC(mdb_get(r, dbi, &k, &v), 0);
+	EXPECT(mdb_txn_calls(r) == 0);
+	mdb_txn_abort(r);
+	check_clean();
+}
+
 int main(void)
 {
 	setup();
@@ -409,6 +457,7 @@ int main(void)
 	handed_over();
 	hammered();
 	shared_reader();
+	call_count();
 	mdb_env_close(env);
 	return tu_finish("guard_test");
 }
