@@ -132,7 +132,11 @@ func (txn *Txn) calls() uint32 {
 // commit) and the caller gets EBUSY, as when two calls overlap in the
 // engine.
 func (txn *Txn) copiedAlone(op string, s0 uint32) error {
-	if txn.readonly || txn.calls() == s0+1 {
+	if txn.readonly {
+		return nil
+	}
+	txn.copyFence()
+	if txn.calls() == s0+1 {
 		return nil
 	}
 	C.dlmdbgo_txn_fail_busy(txn.ch())
