@@ -4,7 +4,8 @@
  * Everything above the I/O layer is the file env's code.  What differs:
  *  - the map is a private anonymous mapping of the map size, reserved but
  *    not committed (MAP_NORESERVE): a page costs memory from its first
- *    write on, and mdb_env_close gives all of it back;
+ *    write on, and mdb_env_close gives all of it back; it is advised for
+ *    transparent huge pages (fewer faults and TLB misses);
  *  - a commit copies its dirty pages into the map with memcpy where a
  *    file env writes them with pwrite (txn.c, write_pages), and stores its
  *    meta through the map as a WRITEMAP env does (meta.c); nothing is
@@ -26,6 +27,19 @@ static size_t round_to(size_t x, size_t to)
 	return (x + to - 1) / to * to;
 }
 
+/* Ask for transparent huge pages: the map is only ever used from its low
+ * end up, so 2 MiB pages cost little memory and save most page faults on
+ * commit and most TLB misses on reads.  Advice only: where THP is off or
+ * unsupported the map keeps small pages. */
+static void inmem_advise(void *m, size_t size)
+{
+#ifdef MADV_HUGEPAGE
+	(void)madvise(m, size, MADV_HUGEPAGE);
+#else
+	(void)m, (void)size;
+#endif
+}
+
 static int inmem_map(MDB_env *env)
 {
 	void *m = mmap(NULL, env->e_mapsize, PROT_READ | PROT_WRITE,
@@ -34,6 +48,7 @@ static int inmem_map(MDB_env *env)
 		return errno;
 	env->e_map = m;
 	env->e_maxpg = env->e_mapsize / env->e_psize;
+	inmem_advise(m, env->e_mapsize);
 	return 0;
 }
 
@@ -87,6 +102,7 @@ int dlmdb_inmem_resize(MDB_env *env, size_t size)
 	env->e_map = m;
 	env->e_mapsize = size;
 	env->e_maxpg = size / env->e_psize;
+	inmem_advise(m, size);
 	return 0;
 }
 
