@@ -162,7 +162,7 @@ static int page_alloc_buf(MDB_txn *txn, unsigned n, dl_page **out, int zero)
 	}
 	size_t bytes = (size_t)n * env->e_psize;
 	dl_page *p;
-	if (env->e_flags & MDB_WRITEMAP) {
+	if (dl_builds_in_map(txn, env)) {
 		/* build the page(s) where they live: the numbers are free (loose,
 		 * from a record older than every reader, or past the last page),
 		 * so no snapshot reads these bytes; like a spare buffer they hold

@@ -302,7 +302,7 @@ static inline void release_page(MDB_env *env, int wmap, dl_page *p)
 void dlmdb_dirty_release(dl_dirty *d, MDB_env *env)
 {
 	/* without WRITEMAP no dirty page lies in the map */
-	int wmap = (env->e_flags & MDB_WRITEMAP) != 0;
+	int wmap = dl_env_builds_in_map(env);
 	if (d->d_cap <= 64) {
 		/* small map: only the slots ever filled (d_used) */
 		for (uint64_t m = d->d_used; m; m &= m - 1) {

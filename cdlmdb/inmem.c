@@ -6,9 +6,11 @@
  *    not committed (MAP_NORESERVE): a page costs memory from its first
  *    write on, and mdb_env_close gives all of it back; it is advised for
  *    transparent huge pages (fewer faults and TLB misses);
- *  - a commit copies its dirty pages into the map with memcpy where a
- *    file env writes them with pwrite (txn.c, write_pages), and stores its
- *    meta through the map as a WRITEMAP env does (meta.c); nothing is
+ *  - the top write txn builds its pages in the map as a WRITEMAP txn
+ *    does (freelist.c, dl_builds_in_map); nested txns use heap copies,
+ *    which the top txn's commit copies into the map with memcpy where a
+ *    file env writes them with pwrite (txn.c, write_pages); the meta is
+ *    stored through the map as in a WRITEMAP env (meta.c); nothing is
  *    synced;
  *  - the lock header and the reader table are anonymous memory as well
  *    (lock.c, dlmdb_lock_open_mem), so readers on many threads and one

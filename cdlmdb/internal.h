@@ -861,6 +861,20 @@ static inline unsigned dl_ov_pages(const MDB_env *env, size_t dsize)
  * builds its pages in the shared map itself: its dirty-map entries point
  * into e_map, at the pages' own numbers, instead of at heap copies.  Every
  * place that lets go of a dirty buffer goes through dl_buf_release. */
+/* Does the write txn build its pages in the map?  Under WRITEMAP (top
+ * txns only, there are no nested ones), and in an in-memory env for its
+ * top txn: a nested txn of an in-memory env uses heap copies, which its
+ * abort can drop and its commit hands to the parent, whose commit copies
+ * them into the map (txn.c, write_pages). */
+static inline int dl_builds_in_map(const MDB_txn *txn, const MDB_env *env)
+{
+	return (env->e_flags & MDB_WRITEMAP) || ((env->e_flags & MDB_INMEMORY) && !txn->t_parent);
+}
+/* May a dirty page of a write txn of env lie in the map? */
+static inline int dl_env_builds_in_map(const MDB_env *env)
+{
+	return (env->e_flags & (MDB_WRITEMAP | MDB_INMEMORY)) != 0;
+}
 static inline int dl_in_map(const MDB_env *env, const void *p)
 {
 	return env->e_map && (uintptr_t)p - (uintptr_t)env->e_map < env->e_mapsize;

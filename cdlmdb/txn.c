@@ -708,7 +708,7 @@ static void txn_end(MDB_txn *txn, int committed)
 	}
 	if (txn->t_parent && !committed)
 		cursors_restore(txn);
-	if (!committed && (env->e_flags & MDB_WRITEMAP) && txn->t_fl_gen)
+	if (!committed && dl_env_builds_in_map(env) && txn->t_fl_gen)
 		writemap_abort_untrust(txn);
 	txn_release(txn);
 	if (txn->t_parent) {
@@ -951,7 +951,7 @@ static int write_pages(MDB_txn *txn, pgno_t *lo, pgno_t *hi)
 	MDB_env *env = txn->t_env;
 	dl_dirty *d = &txn->t_dirty;
 	size_t psize = env->e_psize;
-	if (env->e_flags & MDB_WRITEMAP) {
+	if (dl_env_builds_in_map(env)) {
 		writemap_untrust(env, &txn->t_loose);
 		writemap_untrust(env, &txn->t_reclaimed);
 	}
@@ -973,7 +973,7 @@ static int write_pages(MDB_txn *txn, pgno_t *lo, pgno_t *hi)
 		for (size_t i = 0; i < d->d_cap; i++)
 			n = list_slot(d, i, list, n);
 	}
-	if (env->e_flags & MDB_WRITEMAP)
+	if (dl_env_builds_in_map(env))
 		n = writemap_skip(env, list, n, lo, hi);
 	dlmdb_sort_pages(list, n);
 #ifdef DLMDB_DEBUG

@@ -585,12 +585,96 @@ static void test_interrupts(int inmem)
 	mdb_env_close(env);
 }
 
+/* value of key i in round r, long enough that the pages fill up */
+static void val_of(char *b, size_t cap, unsigned i, unsigned r)
+{
+	snprintf(b, cap, "r%u-value-of-%06u-padded-out-to-some-length", r, i);
+}
+
+static void put_round(MDB_txn *txn, MDB_dbi dbi, unsigned n, unsigned r)
+{
+	char kb[64], vb[64];
+	for (unsigned i = 0; i < n; i++) {
+		key_of(kb, sizeof kb, i);
+		val_of(vb, sizeof vb, i, r);
+		MDB_val k = {strlen(kb), kb}, v = {strlen(vb), vb};
+		MUST(mdb_put(txn, dbi, &k, &v, 0));
+	}
+}
+
+/* every key 0..n-1 holds its round-r value (and nothing else is there) */
+static void expect_round(MDB_txn *txn, MDB_dbi dbi, unsigned n, unsigned r)
+{
+	MDB_stat st;
+	MUST(mdb_stat(txn, dbi, &st));
+	EXPECT(st.ms_entries == n);
+	char kb[64], vb[64];
+	for (unsigned i = 0; i < n; i++) {
+		key_of(kb, sizeof kb, i);
+		val_of(vb, sizeof vb, i, r);
+		MDB_val k = {strlen(kb), kb}, v;
+		EXPECT_RC(mdb_get(txn, dbi, &k, &v), 0);
+		EXPECT(v.mv_size == strlen(vb) && !memcmp(v.mv_data, vb, v.mv_size));
+	}
+}
+
+/* The top txn of an in-memory env builds its pages in the map; a nested
+ * txn copies them to the heap before it changes them.  A child that
+ * rewrites every page its parent built and aborts leaves the parent's
+ * pages as they were; one that commits hands its copies to the parent,
+ * whose commit puts them in the map; an aborted top txn leaves nothing.
+ * A reader on the last commit sees none of it until the commit. */
+static void test_nested_over_map_pages(void)
+{
+	MDB_env *env = open_mem(64 << 20, 0);
+	const unsigned n = 4000;
+	MDB_txn *top, *child, *rd;
+	MDB_dbi dbi;
+	MUST(mdb_txn_begin(env, NULL, 0, &top));
+	MUST(mdb_dbi_open(top, "n", MDB_CREATE, &dbi));
+	put_round(top, dbi, n, 0);
+	MUST(mdb_txn_commit(top));
+
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &rd));
+	MUST(mdb_txn_begin(env, NULL, 0, &top));
+	put_round(top, dbi, n, 1);	/* every leaf copied, in the map */
+	MUST(mdb_txn_begin(env, top, 0, &child));
+	put_round(child, dbi, n, 2);
+	expect_round(child, dbi, n, 2);
+	mdb_txn_abort(child);
+	expect_round(top, dbi, n, 1);
+	MUST(mdb_txn_begin(env, top, 0, &child));
+	put_round(child, dbi, n, 3);
+	MDB_txn *grand;
+	MUST(mdb_txn_begin(env, child, 0, &grand));
+	put_round(grand, dbi, n / 2, 4);
+	mdb_txn_abort(grand);
+	MUST(mdb_txn_commit(child));
+	expect_round(top, dbi, n, 3);
+	put_round(top, dbi, n / 3, 3);	/* the parent goes on over the child's copies */
+	expect_round(rd, dbi, n, 0);
+	MUST(mdb_txn_commit(top));
+	expect_round(rd, dbi, n, 0);
+	mdb_txn_abort(rd);
+
+	MUST(mdb_txn_begin(env, NULL, 0, &top));
+	put_round(top, dbi, n, 5);
+	mdb_txn_abort(top);
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &rd));
+	expect_round(rd, dbi, n, 3);
+	char msg[256];
+	EXPECT_RC(mdb_txn_check(rd, msg, sizeof msg), 0);
+	mdb_txn_abort(rd);
+	mdb_env_close(env);
+}
+
 int main(void)
 {
 	test_refusals();
 	test_basic(0);
 	test_basic(MDB_NOLOCK);
 	test_basic(MDB_WRITEMAP);
+	test_nested_over_map_pages();
 	test_memory_returned();
 	test_mapfull();
 	test_threads();
