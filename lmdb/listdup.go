@@ -9,6 +9,7 @@ package lmdb
 import "C"
 
 import (
+	"slices"
 	"unsafe"
 )
 
@@ -107,22 +108,29 @@ func (c *Cursor) ListDupFixed(dst []byte) (vals []byte, stride int, err error) {
 	if int(r.total) != stride*len(items) {
 		return dst[:0], 0, &OpError{Op: "mdb_cursor_list_dup", Errno: Incompatible}
 	}
-	contiguous := true
-	base := uintptr(items[0].mv_data)
+	// One pass checks the widths and finds the runs of values that lie
+	// back to back (a LEAF2 page holds one such run): each run is one
+	// view, or one append when copying.
+	runs := 0
 	for i := range items {
 		if int(items[i].mv_size) != stride {
 			return dst[:0], 0, &OpError{Op: "mdb_cursor_list_dup", Errno: Incompatible}
 		}
-		if uintptr(items[i].mv_data) != base+uintptr(i*stride) {
-			contiguous = false
+		if i == 0 || uintptr(items[i].mv_data) != uintptr(items[i-1].mv_data)+uintptr(stride) {
+			runs++
 		}
 	}
-	if c.txn.RawRead && contiguous {
+	if c.txn.RawRead && runs == 1 {
 		vals = mapView((*C.char)(items[0].mv_data), r.total)
 	} else {
-		vals = dst[:0]
-		for i := range items {
-			vals = append(vals, mapView((*C.char)(items[i].mv_data), items[i].mv_size)...)
+		vals = slices.Grow(dst[:0], int(r.total))
+		for i := 0; i < len(items); {
+			j := i + 1
+			for j < len(items) && uintptr(items[j].mv_data) == uintptr(items[j-1].mv_data)+uintptr(stride) {
+				j++
+			}
+			vals = append(vals, mapView((*C.char)(items[i].mv_data), C.size_t((j-i)*stride))...)
+			i = j
 		}
 	}
 	if err := c.txn.copiedAlone("mdb_cursor_list_dup", s0); err != nil {
