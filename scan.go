@@ -33,94 +33,166 @@ func ScanReverse(txn *lmdb.Txn, dbi lmdb.DBI, r Range) (iter.Seq2[[]byte, []byte
 // second result returns the error that ended the sequence early (nil when
 // it ran to the end or the loop stopped it); it is reset each time the
 // sequence is ranged over.
+//
+// The sequence is small enough for the compiler to inline a range loop
+// over it, loop body included, so an entry costs no call. It therefore has
+// no deferred cleanup: the scan's cursor is closed when the sequence ends
+// or the loop breaks; should the loop body panic, the cursor is left to
+// its finalizer (lmdb.Txn.OpenCursor).
 func ScanBatch(txn *lmdb.Txn, dbi lmdb.DBI, r Range, batch int, reverse bool) (iter.Seq2[[]byte, []byte], func() error) {
 	if batch < 1 {
 		batch = DefaultBatch
 	}
 	var err error
+	tmpl := &scanner{txn: txn, dbi: dbi, r: r, batch: batch, reverse: reverse, errp: &err}
 	seq := func(yield func(key, val []byte) bool) {
-		err = nil
-		cur, e := txn.OpenCursor(dbi)
-		if e != nil {
-			err = e
-			return
-		}
-		defer cur.Close()
-		var (
-			keys, vals [][]byte
-			setkey     []byte
-			op         uint
-			end        []byte
-			flags      uint
-			skip       []byte // forward from an exclusive low end: skip that key
-		)
-		keys, vals = make([][]byte, 0, batch), make([][]byte, 0, batch)
-		low, lowIncl := r.Low()
-		high, highIncl := r.High()
-		if !reverse {
-			op, end = lmdb.First, high
-			if low != nil {
-				op, setkey = lmdb.SetRange, low
-				if !lowIncl {
-					skip = low
-				}
-			}
-			if highIncl {
-				flags |= lmdb.BatchEndIncl
-			}
-		} else {
-			ok, e := seekLast(txn, dbi, cur, high, highIncl)
-			if e != nil || !ok {
-				err = e
-				return
-			}
-			op, end, flags = lmdb.GetCurrent, low, lmdb.BatchBackward
-			if lowIncl {
-				flags |= lmdb.BatchEndIncl
-			}
-		}
-		for {
-			keys, vals, e = cur.GetBatch(setkey, op, batch, end, flags, keys, vals)
-			if e != nil {
-				if !lmdb.IsNotFound(e) {
-					err = e
-				}
-				return
-			}
-			i := 0
-			for ; skip != nil && i < len(keys); i++ {
-				c, ce := txn.Cmp(dbi, keys[i], skip)
-				if ce != nil {
-					err = ce
-					return
-				}
-				if c != 0 {
-					skip = nil
-					break
-				}
-			}
-			// (the common loop: no test per entry but the yield)
-			ks, vs := keys[i:], vals[i:len(keys)]
+		s := *tmpl
+		for ks, vs := s.next(); len(ks) > 0; ks, vs = s.next() {
 			for j, k := range ks {
 				if !yield(k, vs[j]) {
+					s.stop()
 					return
 				}
-			}
-			if len(keys) < batch {
-				return
-			}
-			op, setkey = lmdb.Next, nil
-			if reverse {
-				op = lmdb.Prev
 			}
 		}
 	}
 	return seq, func() error { return err }
 }
 
-// seekLast puts cur on the last entry whose key is at most high (below high
-// when !incl; the last entry of dbi when high is nil). ok is false when
-// there is none.
+// scanner is the state of one pass of a ScanBatch sequence. Its methods
+// stay out of line so that the sequence itself can be inlined.
+type scanner struct {
+	txn        *lmdb.Txn
+	dbi        lmdb.DBI
+	r          Range
+	batch      int
+	reverse    bool
+	cur        *lmdb.Cursor
+	keys, vals [][]byte
+	end        []byte
+	flags      uint
+	skip       []byte // forward from an exclusive low end: skip that key
+	started    bool
+	last       bool   // the last batch was short: nothing follows
+	errp       *error // the sequence's error, reset when a pass starts
+}
+
+// next returns the next batch of the pass, the first one on the first
+// call (empty at the end of the range or on error, which then is in
+// *s.errp).
+//
+//go:noinline
+func (s *scanner) next() (keys, vals [][]byte) {
+	if !s.started {
+		s.started = true
+		*s.errp = nil
+		return s.start()
+	}
+	return s.more()
+}
+
+func (s *scanner) fail(err error) {
+	*s.errp = err
+	s.stop()
+}
+
+// start opens the cursor and returns the first batch.
+func (s *scanner) start() (keys, vals [][]byte) {
+	cur, err := s.txn.OpenCursor(s.dbi)
+	if err != nil {
+		*s.errp = err
+		return nil, nil
+	}
+	s.cur = cur
+	s.keys, s.vals = make([][]byte, 0, s.batch), make([][]byte, 0, s.batch)
+	low, lowIncl := s.r.Low()
+	high, highIncl := s.r.High()
+	if !s.reverse {
+		op, setkey := uint(lmdb.First), []byte(nil)
+		s.end = high
+		if low != nil {
+			op, setkey = lmdb.SetRange, low
+			if !lowIncl {
+				s.skip = low
+			}
+		}
+		if highIncl {
+			s.flags |= lmdb.BatchEndIncl
+		}
+		return s.fetch(setkey, op)
+	}
+	ok, err := seekLast(s.txn, s.dbi, cur, high, highIncl)
+	if err != nil || !ok {
+		s.fail(err)
+		return nil, nil
+	}
+	s.end, s.flags = low, lmdb.BatchBackward
+	if lowIncl {
+		s.flags |= lmdb.BatchEndIncl
+	}
+	return s.fetch(nil, lmdb.GetCurrent)
+}
+
+// more returns the batch after the last one.
+func (s *scanner) more() (keys, vals [][]byte) {
+	if s.last || s.cur == nil {
+		s.stop()
+		return nil, nil
+	}
+	op := uint(lmdb.Next)
+	if s.reverse {
+		op = lmdb.Prev
+	}
+	return s.fetch(nil, op)
+}
+
+// fetch reads one batch with op, dropping the excluded low key at the
+// start of a forward scan; the cursor is closed once nothing can follow.
+func (s *scanner) fetch(setkey []byte, op uint) (keys, vals [][]byte) {
+	for {
+		var err error
+		s.keys, s.vals, err = s.cur.GetBatch(setkey, op, s.batch, s.end, s.flags, s.keys, s.vals)
+		if err != nil {
+			if lmdb.IsNotFound(err) {
+				err = nil
+			}
+			s.fail(err)
+			return nil, nil
+		}
+		s.last = len(s.keys) < s.batch
+		i := 0
+		for ; s.skip != nil && i < len(s.keys); i++ {
+			c, err := s.txn.Cmp(s.dbi, s.keys[i], s.skip)
+			if err != nil {
+				s.fail(err)
+				return nil, nil
+			}
+			if c != 0 {
+				s.skip = nil
+				break
+			}
+		}
+		if i < len(s.keys) {
+			n := len(s.keys)
+			return s.keys[i:n], s.vals[i:n]
+		}
+		// the whole batch was the excluded key's duplicates
+		if s.last {
+			s.stop()
+			return nil, nil
+		}
+		setkey, op = nil, lmdb.Next
+	}
+}
+
+// stop closes the cursor (once).
+func (s *scanner) stop() {
+	if s.cur != nil {
+		s.cur.Close()
+		s.cur = nil
+	}
+}
+
 func seekLast(txn *lmdb.Txn, dbi lmdb.DBI, cur *lmdb.Cursor, high []byte, incl bool) (ok bool, err error) {
 	if high == nil {
 		_, _, err = cur.Get(nil, nil, lmdb.Last)
