@@ -819,6 +819,56 @@ static void test_random(const struct flavour *f, uint64_t seed, unsigned nops)
 	EXPECT(promotions > 0);
 }
 
+/* ---- a refused APPENDDUP keeps a single value a plain node ----------------------
+ * A deliberate difference (README, "Differences from stock"): stock 0.9.33
+ * turns the key's single value into a one-value sub-page before it refuses
+ * an APPENDDUP of a value not above it; ours refuses first and leaves the
+ * node as it was.  Every answer is the same; only the node's layout
+ * differs (which readers of either engine handle). */
+static void test_refused_appenddup(const struct flavour *f)
+{
+	MDB_env *env = open_env("build/demote_appenddup");
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	MUST(mdb_dbi_open(txn, "a", MDB_CREATE | f->flags, &dbi));
+	unsigned char b1[MAXVAL], b2[MAXVAL], b3[MAXVAL];
+	MDB_val v1 = {value_of(f, 1, b1), b1}, v2 = {value_of(f, 2, b2), b2}, v3 = {value_of(f, 3, b3), b3};
+	/* order the three values under the DB's own comparator */
+	MDB_val *v[3] = {&v1, &v2, &v3};
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 3; j++)
+			if (mdb_dcmp(txn, dbi, v[j], v[i]) < 0) {
+				MDB_val *t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+			}
+	MDB_val k = {3, "key"}, got;
+	MUST(mdb_put(txn, dbi, &k, v[1], 0));
+	EXPECT(key_kind(txn, dbi, "key", NULL) == K_SINGLE);
+	EXPECT_RC(mdb_put(txn, dbi, &k, v[0], MDB_APPENDDUP), MDB_KEYEXIST);	/* below */
+	EXPECT_RC(mdb_put(txn, dbi, &k, v[1], MDB_APPENDDUP), MDB_KEYEXIST);	/* equal */
+	EXPECT(key_kind(txn, dbi, "key", NULL) == K_SINGLE);
+	MDB_cursor *c;
+	MUST(mdb_cursor_open(txn, dbi, &c));
+	mdb_size_t n = 0;
+	EXPECT_RC(mdb_cursor_get(c, &k, &got, MDB_SET_KEY), 0);
+	EXPECT(same_val(&got, v[1]));
+	EXPECT_RC(mdb_cursor_count(c, &n), 0);
+	EXPECT(n == 1);
+	/* a value above goes in, and the key now has a sub-page */
+	EXPECT_RC(mdb_put(txn, dbi, &k, v[2], MDB_APPENDDUP), 0);
+	EXPECT(key_kind(txn, dbi, "key", NULL) == K_SUBPAGE);
+	k.mv_size = 3, k.mv_data = "key";	/* the last SET_KEY pointed it into the page */
+	EXPECT_RC(mdb_cursor_get(c, &k, &got, MDB_SET_KEY), 0);
+	EXPECT_RC(mdb_cursor_count(c, &n), 0);
+	EXPECT(n == 2);
+	mdb_cursor_close(c);
+	expect_check(txn, "refused appenddup");
+	MUST(mdb_txn_commit(txn));
+	mdb_env_close(env);
+}
+
 int main(void)
 {
 	uint64_t seed = 20261130;
@@ -832,6 +882,7 @@ int main(void)
 		for (int w = 0; w < 3; w++)
 			test_cursors(&FLAV[i], w);
 		test_nested(&FLAV[i]);
+		test_refused_appenddup(&FLAV[i]);
 		test_random(&FLAV[i], seed + i, 6000u * (unsigned)tu_scale());
 	}
 	dlmdb_debug_demote_enable(1);
