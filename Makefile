@@ -29,6 +29,7 @@ test-go:
 	$(GO) test -race -count=1 -timeout 45m $(GOTESTFLAGS) ./...
 	$(GO) vet -tags dlmdb_faults ./cdlmdb ./lmdb
 	$(GO) test -race -count=1 -tags dlmdb_faults -run '^TestFault' $(GOTESTFLAGS) ./lmdb
+	$(GO) vet -tags dlmdb_stockonly ./internal/difftest
 	$(GO) vet -tags dlmdb_reuseswitch ./cdlmdb ./internal/difftest ./cmd/cursor_reuse_bench
 	$(GO) test -race -count=1 -tags dlmdb_reuseswitch -run '^TestCursorReuse' $(GOTESTFLAGS) ./internal/difftest
 

@@ -30,6 +30,8 @@ type extEngine struct {
 	add uint
 }
 
+func (e extEngine) extFlags() uint { return e.add }
+
 func (e extEngine) name() string {
 	n := "ours"
 	if e.add&uint(dl.PrefixCompression) != 0 {

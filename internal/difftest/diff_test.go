@@ -1706,10 +1706,10 @@ func runOpsStats(base string, a, b engine, ops []op, flags uint, stats *opStats)
 	}
 	sa := &side{eng: a, dir: filepath.Join(base, "a"), flags: flags, used: used}
 	sb := &side{eng: b, dir: filepath.Join(base, "b"), flags: flags, used: used}
-	ea, ca := a.(extEngine)
-	eb, cb := b.(extEngine)
+	adda, ca := extFlagsOf(a)
+	addb, cb := extFlagsOf(b)
 	sa.shapeFree, sb.shapeFree = (ca || cb) && !noShapeFree, (ca || cb) && !noShapeFree
-	pfx := (ea.add|eb.add)&0x100 != 0 && !noShapeFree // PrefixCompression
+	pfx := (adda|addb)&0x100 != 0 && !noShapeFree // PrefixCompression
 	sa.leafShapeFree, sb.leafShapeFree = pfx, pfx
 	for _, s := range []*side{sa, sb} {
 		if err := os.MkdirAll(s.dir, 0o755); err != nil {
@@ -1944,3 +1944,15 @@ func differentialOf(t *testing.T, a engine, gen func(int64) []op, perScale int, 
 
 // pickSeeds keeps a set of op kinds in one uint64.
 var _ = [64 - numOpKinds]int{}
+
+// extFlagger is an engine that adds extension DBI flags to every DB it
+// creates (extEngine, in the builds that have our engine).
+type extFlagger interface{ extFlags() uint }
+
+// extFlagsOf reports the extension flags e adds, and whether it adds any.
+func extFlagsOf(e engine) (uint, bool) {
+	if x, ok := e.(extFlagger); ok {
+		return x.extFlags(), true
+	}
+	return 0, false
+}

@@ -1,3 +1,5 @@
+//go:build !dlmdb_stockonly
+
 package difftest
 
 import (
