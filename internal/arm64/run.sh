@@ -44,6 +44,6 @@ echo "arm64 C tests: $pass passed, $fail failed"
 # the binary or run the go tool are left to the amd64 run)
 GOARCH=arm64 CGO_ENABLED=1 CC="$CC_ARM" "${GO:-go}" test -c -o "$B/lmdb.test" ./lmdb
 (cd lmdb && DLMDBGO_IN_PROCESS=1 "$QEMU" "../$B/lmdb.test" -test.count=1 -test.timeout=20m \
-	-test.run '^Test(Env|Txn|Cursor|Put|Get|Del|Count|Rank|KeyRank|InMemory|Load|EnvSetInterrupt|TxnSetInterrupt|CommitReportsCause|ErrorsNameTheMisuse|Batch|ListDup)' \
+	-test.run '^Test(Env|Txn|Cursor|Put|Get|Del|Count|Rank|KeyRank|InMemory|Load|EnvSetInterrupt|TxnSetInterrupt|CommitReportsCause|ErrorsNameTheMisuse|Batch|ListDup|TwoGoroutines|SharedTxn|WriteTxnCallCount|CopyOverlap)' \
 	-test.skip 'TestAPISurface|OtherProcess|AnotherThread|Finalizer')
 test "$fail" -eq 0
