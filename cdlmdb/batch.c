@@ -62,6 +62,29 @@ static int in_cursor_buf(const MDB_cursor *mc, const MDB_val *v)
 	return 0;
 }
 
+/* Room for need more bytes in the batch's byte storage: 0, or ENOMEM. */
+static int bytes_room(struct dl_batch *b, size_t need)
+{
+	if (b->b_bused + need <= b->b_bcap)
+		return 0;
+	size_t cap = b->b_bcap ? b->b_bcap : 8192;
+	while (cap < b->b_bused + need)
+		cap *= 2;
+	unsigned char *p = realloc(b->b_bytes, cap);
+	if (!p)
+		return ENOMEM;
+	b->b_bytes = p;
+	b->b_bcap = cap;
+	return 0;
+}
+
+/* Does descriptor v hold an offset into the byte storage (file comment)? */
+static inline int is_offset(const struct dl_batch *b, const MDB_val *v)
+{
+	uintptr_t off = (uintptr_t)v->mv_data;
+	return v->mv_size && off && off <= b->b_bused;
+}
+
 /* Keep item it of a batch when the cursor's next step would overwrite it,
  * or when it is the caller's own memory (callers), by a copy (see the
  * file comment): 0, or ENOMEM. */
@@ -70,16 +93,8 @@ static int batch_keep(struct dl_batch *b, MDB_cursor *mc, MDB_val *it, size_t *c
 {
 	if (!it->mv_size || (!in_cursor_buf(mc, it) && !(callers && it->mv_data == callers)))
 		return 0;
-	if (b->b_bused + it->mv_size > b->b_bcap) {
-		size_t cap = b->b_bcap ? b->b_bcap : 8192;
-		while (cap < b->b_bused + it->mv_size)
-			cap *= 2;
-		unsigned char *p = realloc(b->b_bytes, cap);
-		if (!p)
-			return ENOMEM;
-		b->b_bytes = p;
-		b->b_bcap = cap;
-	}
+	if (bytes_room(b, it->mv_size))
+		return ENOMEM;
 	memcpy(b->b_bytes + b->b_bused, it->mv_data, it->mv_size);
 	it->mv_data = (void *)(uintptr_t)(b->b_bused + 1);
 	b->b_bused += it->mv_size;
@@ -94,6 +109,293 @@ static int past_end(MDB_cursor *mc, const MDB_val *k, const MDB_val *end, int ba
 	if (back)
 		c = -c;
 	return c > 0 || (c == 0 && !incl);
+}
+
+/* Room in the arrays for want more items after the n there are (never
+ * beyond max): 0 or ENOMEM; *lim gets how far they may be filled. */
+static int batch_room(struct dl_batch *b, size_t n, size_t want, size_t max, size_t *lim)
+{
+	if (b->b_cap < max && b->b_cap < n + want) {
+		size_t c = b->b_cap * 2 > n + want ? b->b_cap * 2 : n + want;
+		if (batch_reserve(b, c < max ? c : max))
+			return ENOMEM;
+	}
+	*lim = b->b_cap < max ? b->b_cap : max;
+	return 0;
+}
+
+/* Key of node nd of PREFIX page p (a node dl_pfx_node_ok passed) as a batch
+ * item: in place when it shares no anchor bytes, else decoded into the byte
+ * storage at b_bused, which the caller moves past it once the item is kept
+ * (k then holds the offset + 1, see the file comment; *at its address). */
+static inline int pfx_key(struct dl_batch *b, const dl_page *p, const dl_node *nd, MDB_val *k,
+	const unsigned char **at)
+{
+	unsigned s = dl_node_shared(nd);
+	if (!s) {
+		k->mv_size = nd->n_ksize;
+		k->mv_data = dl_node_key(nd);
+		*at = k->mv_data;
+		return 0;
+	}
+	size_t len = s + nd->n_ksize;
+	if (bytes_room(b, len))
+		return ENOMEM;
+	unsigned char *d = b->b_bytes + b->b_bused;
+	dl_copy_short(d, dl_pg_anchor(p), s);
+	dl_copy_short(d + s, dl_node_key(nd), nd->n_ksize);
+	k->mv_size = len;
+	k->mv_data = (void *)(uintptr_t)(b->b_bused + 1);
+	*at = d;
+	return 0;
+}
+
+/*
+ * The loops of leaf_run over steps nodes of the cursor's leaf from index
+ * *ip, for a plain page and for a PREFIX page (back: a constant, so that
+ * each direction gets its own loop).  They stop early before a node they do
+ * not take, and with MDB_NOTFOUND on the first key past end (*ip on it).
+ */
+static inline __attribute__((always_inline)) int plain_steps(MDB_cursor *mc, struct dl_batch *b,
+	size_t *np, unsigned *ip, size_t steps, const MDB_val *end, const int back, int incl)
+{
+	const dl_page *p = mc->c_pg[mc->c_top];
+	unsigned bound = mc->c_bound, upper = p->p_upper, i = *ip;
+	MDB_val *bk = b->b_keys + *np, *bv = b->b_vals + *np, *bk0 = bk;
+	int rc = 0;
+	for (; steps; steps--) {
+		unsigned j = back ? i - 1 : i + 1;
+		unsigned off = dl_pg_slot(p, j);
+		if (off < upper || off + DL_NODEHDR > bound)
+			break;
+		const dl_node *nd = (const dl_node *)((const char *)p + off);
+		size_t ds = dl_node_dsize(nd);
+		if ((nd->n_flags & DL_N_KIND) || nd->n_ksize > DL_MAXKEY ||
+		    off + DL_NODEHDR + nd->n_ksize + ds > bound)
+			break;
+		bk->mv_size = nd->n_ksize;
+		bk->mv_data = dl_node_key(nd);
+		i = j;
+		if (end && past_end(mc, bk, end, back, incl)) {
+			rc = MDB_NOTFOUND;
+			break;
+		}
+		bv->mv_size = ds;
+		bv->mv_data = dl_node_data(nd);
+		bk++;
+		bv++;
+	}
+	*np += (size_t)(bk - bk0);
+	*ip = i;
+	return rc;
+}
+
+static inline __attribute__((always_inline)) int pfx_steps(MDB_cursor *mc, struct dl_batch *b,
+	size_t *np, unsigned *ip, size_t steps, const MDB_val *end, const int back, int incl,
+	size_t *copied)
+{
+	const dl_page *p = mc->c_pg[mc->c_top];
+	unsigned bound = dl_pg_node_lim(p, mc->c_bound), upper = p->p_upper, alen = 0, i = *ip;
+	/* dl_pfx_node_ok, with what it reads of the page read once */
+	int aok = dl_pg_anchor_ok(p, mc->c_bound);
+	if (aok)
+		alen = dl_pg_anchor_len(p);
+	size_t n = *np;
+	int rc = 0;
+	for (; steps; steps--) {
+		unsigned j = back ? i - 1 : i + 1;
+		unsigned off = dl_pg_slot(p, j);
+		if (off < upper || off + DL_NODEHDR > bound)
+			break;
+		const dl_node *nd = (const dl_node *)((const char *)p + off);
+		size_t ds = dl_node_dsize(nd);
+		unsigned s = dl_node_shared(nd), kl = s + nd->n_ksize;
+		/* kind bits (a big value, duplicates) and the unused bits: the
+		 * general path */
+		if ((nd->n_flags & ~(0x1ffu << DL_N_SHARED_SHIFT)) || nd->n_ksize > DL_MAXKEY ||
+		    off + DL_NODEHDR + nd->n_ksize + ds > bound || kl == 0 || kl > DL_MAXKEY ||
+		    (s && (!aok || s > alen)))
+			break;
+		MDB_val *bk = &b->b_keys[n];
+		const unsigned char *kat;
+		if ((rc = pfx_key(b, p, nd, bk, &kat)))
+			break;
+		i = j;
+		if (end) {
+			MDB_val kv = {bk->mv_size, (void *)kat};
+			if (past_end(mc, &kv, end, back, incl)) {
+				rc = MDB_NOTFOUND;
+				break;
+			}
+		}
+		if (kat != bk->mv_data) {
+			b->b_bused += bk->mv_size;
+			(*copied)++;
+		}
+		b->b_vals[n].mv_size = ds;
+		b->b_vals[n].mv_data = dl_node_data(nd);
+		n++;
+	}
+	*np = n;
+	*ip = i;
+	return rc;
+}
+
+/*
+ * The steps the cursor takes inside its current leaf (of a main tree) in
+ * the batch's direction, in a tight loop: each node read with the checks
+ * dlmdb_cur_fetch makes, straight into the arrays, the cursor (and a
+ * DUPSORT DB's sub-cursor) left as those MDB_NEXT (MDB_PREV) steps leave
+ * it.  Keys a PREFIX page shares with its anchor are decoded into the byte
+ * storage.  The loop stops before a node it does not take (a big value, a
+ * DUPSORT key's duplicates, a damaged node: the general path reads it), at
+ * the edge of the leaf and at max.  MDB_NOTFOUND: the end bound stopped
+ * the batch (the cursor on the first item past it); ENOMEM; else 0.
+ */
+static int leaf_run(MDB_cursor *mc, struct dl_batch *b, size_t *np, size_t max,
+	const MDB_val *end, int back, int incl, size_t *copied)
+{
+	const dl_page *p = mc->c_pg[mc->c_top];
+	unsigned top = mc->c_top, nk = dl_pg_nkeys(p), i = mc->c_ki[top];
+	/* a forward step from a deleted-before position reads the item there
+	 * (not this loop's step) */
+	if (dl_pg_is_leaf2(p) || i >= nk || (!back && (mc->c_flags & DL_C_DEL)))
+		return 0;
+	size_t left = back ? i : nk - 1 - i, n = *np, lim;
+	if (!left)
+		return 0;
+	int dup = mc->c_sub != NULL;
+	/* in a DUPSORT DB a step from a key with duplicates goes through them
+	 * first */
+	if (dup && (dl_pg_node(p, i)->n_flags & DL_N_DUP))
+		return 0;
+	int rc = batch_room(b, n, left, max, &lim);
+	if (rc)
+		return rc;
+	int pfx = dl_pg_prefix(p);
+	/* the flags the first step changes (NEXT: a pending EOF mark, whose
+	 * test passes inside the leaf; PREV: both marks), and a DUPSORT
+	 * DB's sub-cursor, unaimed at a single value: set once the loop ends */
+	unsigned i0 = i;
+	size_t steps = lim - n < left ? lim - n : left;
+	if (!pfx)
+		rc = back ? plain_steps(mc, b, &n, &i, steps, end, 1, incl) :
+			plain_steps(mc, b, &n, &i, steps, end, 0, incl);
+	else
+		rc = back ? pfx_steps(mc, b, &n, &i, steps, end, 1, incl, copied) :
+			pfx_steps(mc, b, &n, &i, steps, end, 0, incl, copied);
+	if (i != i0) {
+		mc->c_ki[top] = (indx_t)i;
+		mc->c_flags &= ~(back ? DL_C_EOF | DL_C_DEL : DL_C_EOF);
+		if (dup)
+			mc->c_sub->x_c.c_flags = 0;
+	}
+	*np = n;
+	return rc;
+}
+
+/*
+ * The same for the duplicates of a DUPSORT key: the sub-cursor's steps
+ * inside its current leaf (an inline sub-page or a sub-tree leaf), each
+ * value read with the checks of the sub-cursor's own step (dupsort.c), the
+ * key the one of the item before, both cursors left as MDB_NEXT (MDB_PREV)
+ * steps leave them.  Values of a compressed sub-page or sub-tree leaf
+ * that share anchor bytes are decoded into the byte storage.  The key's
+ * end test was made on its first item.  ENOMEM, else 0.
+ */
+static int dup_run(MDB_cursor *mc, struct dl_batch *b, size_t *np, size_t max, int back,
+	size_t *copied)
+{
+	dl_xcur *x = mc->c_sub;
+	MDB_cursor *xc = &x->x_c;
+	/* the states in which such steps stay inside the sub-cursor's leaf
+	 * (the fast path of dlmdb_dup_get; PREV as in dup_get_op) */
+	unsigned want = back ? DL_C_INIT : DL_C_INIT | DL_C_DEL | DL_C_EOF;
+	if ((mc->c_flags & want) != DL_C_INIT || (xc->c_flags & want) != DL_C_INIT || !mc->c_depth ||
+	    !xc->c_depth)
+		return 0;
+	const dl_page *mp = mc->c_pg[mc->c_top];
+	if (mc->c_ki[mc->c_top] >= dl_pg_nkeys(mp) || !(dl_pg_node(mp, mc->c_ki[mc->c_top])->n_flags & DL_N_DUP))
+		return 0;
+	const dl_page *p = xc->c_pg[xc->c_top];
+	unsigned top = xc->c_top, nk = dl_pg_nkeys(p), i = xc->c_ki[top];
+	if (i >= nk)
+		return 0;
+	size_t left = back ? i : nk - 1 - i, n = *np, lim;
+	if (!left || !n)
+		return 0;
+	int rc = batch_room(b, n, left, max, &lim);
+	if (rc)
+		return rc;
+	MDB_val key = b->b_keys[n - 1];
+	int koff = is_offset(b, &key);
+	/* a step backward clears both marks on both cursors (dlmdb_cur_prev,
+	 * dup_get_op; the per-call end of mdb_cursor_get) */
+	unsigned mflags = mc->c_flags & ~(back ? DL_C_DEL | DL_C_EOF : 0u);
+	unsigned xflags = xc->c_flags & ~(back ? DL_C_DEL | DL_C_EOF : 0u);
+	if (dl_pg_is_leaf2(p)) {
+		mc->c_flags = mflags;
+		xc->c_flags = xflags;
+		size_t pad = p->p_pad;
+		while (n < lim && left) {
+			i = back ? i - 1 : i + 1;
+			left--;
+			MDB_val *v = &b->b_vals[n];
+			v->mv_size = pad;
+			v->mv_data = dl_pg_leaf2_key(p, i);
+			dl_xcur_out(x, v);
+			b->b_keys[n++] = key;
+		}
+		*copied += koff ? n - *np : 0;
+		xc->c_ki[top] = (indx_t)i;
+		*np = n;
+		return 0;
+	}
+	int pfx = dl_pg_prefix(p);
+	unsigned bound = dl_pg_node_lim(p, xc->c_bound), upper = p->p_upper, alen = 0;
+	int aok = pfx && dl_pg_anchor_ok(p, xc->c_bound);
+	if (aok)
+		alen = dl_pg_anchor_len(p);
+	size_t n0 = n;
+	while (n < lim && left) {
+		unsigned j = back ? i - 1 : i + 1;
+		unsigned off = dl_pg_slot(p, j);
+		if (off < upper || off + DL_NODEHDR > bound)
+			break;
+		const dl_node *nd = (const dl_node *)((const char *)p + off);
+		size_t after = (nd->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(nd);
+		if (off + DL_NODEHDR + nd->n_ksize + after > bound || nd->n_ksize > DL_MAXKEY)
+			break;
+		MDB_val *v = &b->b_vals[n];
+		if (pfx) {
+			unsigned s = dl_node_shared(nd), kl = s + nd->n_ksize;
+			if ((nd->n_flags & ~(DL_N_KIND | (0x1ffu << DL_N_SHARED_SHIFT))) || kl == 0 ||
+			    kl > DL_MAXKEY || (s && (!aok || s > alen)))
+				break;
+			const unsigned char *at;
+			if ((rc = pfx_key(b, p, nd, v, &at)))
+				break;
+			if (at != v->mv_data) {
+				b->b_bused += v->mv_size;
+				(*copied)++;
+			} else {
+				dl_xcur_out(x, v);
+			}
+		} else {
+			v->mv_size = nd->n_ksize;
+			v->mv_data = dl_node_key(nd);
+			dl_xcur_out(x, v);
+		}
+		i = j;
+		left--;
+		mc->c_flags = mflags;
+		xc->c_flags = xflags;
+		b->b_keys[n++] = key;
+	}
+	*copied += koff ? n - n0 : 0;
+	xc->c_ki[top] = (indx_t)i;
+	*np = n;
+	return rc;
 }
 
 static int dl_u_cursor_get_batch(MDB_cursor *mc, MDB_cursor_op op, MDB_val *key, mdb_size_t max,
@@ -133,60 +435,39 @@ static int dl_u_cursor_get_batch(MDB_cursor *mc, MDB_cursor_op op, MDB_val *key,
 	size_t n = 0, copied = 0;
 	if (key && (op == MDB_SET_RANGE || op == MDB_SET_KEY))
 		k = *key;
-	/* a forward step inside the current leaf of a plain DB goes straight
-	 * to the fetch (what mdb_cursor_get's own fast path does, without
-	 * the per-call checks); everything else through mdb_cursor_get */
-	int direct = !back && !(mc->c_db->d_flags & MDB_DUPSORT);
+	int isdup = (mc->c_db->d_flags & MDB_DUPSORT) && mc->c_sub;
 	int incl = (flags & MDB_BATCH_END_INCL) != 0;
 	for (MDB_cursor_op cur = op; n < max; cur = step) {
-		if (direct && cur == MDB_NEXT && n) {
-			/* the rest of a plain leaf in a tight loop: nodes read with
-			 * the checks dlmdb_cur_fetch makes, straight into the arrays
-			 * (items of such a page are whole in the map: nothing to
-			 * keep); a big value, a compressed page or a damaged node
-			 * goes the general way below */
-			const dl_page *p = mc->c_pg[mc->c_top];
-			unsigned nk = dl_pg_nkeys(p), bound = mc->c_bound, upper = p->p_upper;
-			if (!(p->p_flags & (DL_P_PREFIX | DL_P_LEAF2))) {
-				if (b->b_cap < max && (rc = batch_reserve(b, max < nk + n ? (size_t)max : nk + n)))
-					break;
-				size_t lim = b->b_cap < max ? b->b_cap : (size_t)max;
-				while (n < lim && mc->c_ki[mc->c_top] + 1u < nk) {
-					unsigned off = dl_pg_slot(p, mc->c_ki[mc->c_top] + 1u);
-					if (off < upper || off + DL_NODEHDR > bound)
-						break;
-					const dl_node *nd = (const dl_node *)((const char *)p + off);
-					size_t ds = dl_node_dsize(nd);
-					if ((nd->n_flags & DL_N_KIND) || nd->n_ksize > DL_MAXKEY ||
-					    off + DL_NODEHDR + nd->n_ksize + ds > bound)
-						break;
-					MDB_val *bk = &b->b_keys[n];
-					bk->mv_size = nd->n_ksize;
-					bk->mv_data = dl_node_key(nd);
-					if (end && past_end(mc, bk, end, 0, incl)) {
-						mc->c_ki[mc->c_top]++;
-						rc = MDB_NOTFOUND;
-						goto done;
-					}
-					b->b_vals[n].mv_size = ds;
-					b->b_vals[n].mv_data = dl_node_data(nd);
-					mc->c_ki[mc->c_top]++;
-					n++;
-				}
-				if (n >= max)
-					break;
-			}
+		if (n) {
+			/* after the first item (the cursor stands on the item before,
+			 * nothing pending: the steps need none of mdb_cursor_get's
+			 * per-call checks), the rest of the current leaf (of the
+			 * sub-cursor, over a key's duplicates) in a tight loop */
+			if (isdup && mc->c_ki[mc->c_top] < dl_pg_nkeys(mc->c_pg[mc->c_top]) &&
+			    (dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top])->n_flags & DL_N_DUP))
+				rc = dup_run(mc, b, &n, max, back, &copied);
+			else
+				rc = leaf_run(mc, b, &n, max, end, back, incl, &copied);
+			if (rc)
+				goto done;
+			if (n >= max)
+				break;
 		}
-		if (direct && cur == MDB_NEXT && n &&
-		    mc->c_ki[mc->c_top] + 1u < dl_pg_nkeys(mc->c_pg[mc->c_top])) {
-			mc->c_ki[mc->c_top]++;
+		/* an item the loop left (a big value, say) inside a plain DB's
+		 * leaf: straight to the fetch, as mdb_cursor_get's own fast path;
+		 * everything else through mdb_cursor_get */
+		unsigned top = mc->c_top;
+		if (n && !isdup && !(mc->c_flags & (back ? 0 : DL_C_DEL)) &&
+		    (back ? mc->c_ki[top] > 0 : mc->c_ki[top] + 1u < dl_pg_nkeys(mc->c_pg[top]))) {
+			mc->c_ki[top] = (indx_t)(mc->c_ki[top] + (back ? -1 : 1));
+			mc->c_flags &= ~(back ? DL_C_EOF | DL_C_DEL : DL_C_EOF);
 			rc = dlmdb_cur_fetch(mc, &k, &v);
 		} else {
 			rc = mdb_cursor_get(mc, &k, &v, cur);
 		}
 		if (rc)
 			break;
-		if (end && past_end(mc, &k, end, back, (flags & MDB_BATCH_END_INCL) != 0)) {
+		if (end && past_end(mc, &k, end, back, incl)) {
 			rc = MDB_NOTFOUND;
 			break;
 		}
@@ -210,9 +491,8 @@ done:
 	for (size_t i = 0; i < n && copied; i++) {
 		MDB_val *pair[2] = {&b->b_keys[i], &b->b_vals[i]};
 		for (int j = 0; j < 2; j++) {
-			uintptr_t off = (uintptr_t)pair[j]->mv_data;
-			if (pair[j]->mv_size && off && off <= b->b_bused) {
-				pair[j]->mv_data = b->b_bytes + (off - 1);
+			if (is_offset(b, pair[j])) {
+				pair[j]->mv_data = b->b_bytes + ((uintptr_t)pair[j]->mv_data - 1);
 				copied--;
 			}
 		}
