@@ -6,10 +6,17 @@
  * The results are two MDB_val arrays kept with the cursor (MDB_cursor.
  * c_batch), reused by its next batch.  Keys and values the map holds whole
  * point into it; those decoded from prefix-compressed pages (which a plain
- * cursor step leaves in the cursor's own one-key buffer) are copied into
- * byte storage kept beside the arrays.  While the storage grows it may
- * move, so a copied item's descriptor holds its offset + 1 until the batch
- * is complete (no map or heap address is that small).
+ * cursor step leaves in the cursor's own one-key buffer) are decoded or
+ * copied into byte storage kept beside the arrays.  When the storage grows
+ * it moves, and the items already in the arrays that point into it move
+ * along (bytes_grow); it keeps its size for the cursor's next batches, so
+ * that happens in the first few only.
+ *
+ * After the first item a batch steps through the rest of the cursor's
+ * current leaf (or its sub-cursor's, over a DUPSORT key's duplicates) in a
+ * tight loop (leaf_run, dup_run) that leaves both cursors exactly as the
+ * same MDB_NEXT (MDB_PREV) calls would; the steps between leaves, and
+ * whatever such a loop does not take, go through mdb_cursor_get.
  */
 #include "internal.h"
 
@@ -62,44 +69,58 @@ static int in_cursor_buf(const MDB_cursor *mc, const MDB_val *v)
 	return 0;
 }
 
-/* Room for need more bytes in the batch's byte storage: 0, or ENOMEM. */
-static int bytes_room(struct dl_batch *b, size_t need)
+/* The slow path of bytes_room: a bigger store, into which the first n
+ * items of the arrays that point into the old one follow (values, and keys
+ * when keys is set). */
+__attribute__((noinline)) static int bytes_grow(struct dl_batch *b, size_t need, size_t n, int keys)
 {
-	if (b->b_bused + need <= b->b_bcap)
-		return 0;
 	size_t cap = b->b_bcap ? b->b_bcap : 8192;
 	while (cap < b->b_bused + need)
 		cap *= 2;
-	unsigned char *p = realloc(b->b_bytes, cap);
+	unsigned char *p = malloc(cap);
 	if (!p)
 		return ENOMEM;
+	uintptr_t lo = (uintptr_t)b->b_bytes;
+	if (b->b_bused) {
+		memcpy(p, b->b_bytes, b->b_bused);
+		for (size_t i = 0; i < n; i++) {
+			for (int j = 0; j < 2; j++) {
+				MDB_val *v = j ? &b->b_vals[i] : &b->b_keys[i];
+				uintptr_t at = (uintptr_t)v->mv_data - lo;
+				if ((j || keys) && v->mv_size && at < b->b_bused)
+					v->mv_data = p + at;
+			}
+		}
+	}
+	free(b->b_bytes);
 	b->b_bytes = p;
 	b->b_bcap = cap;
 	return 0;
 }
 
-/* Does descriptor v hold an offset into the byte storage (file comment)? */
-static inline int is_offset(const struct dl_batch *b, const MDB_val *v)
+/* Room for need more bytes in the byte storage past b_bused (see the file
+ * comment; n, keys: as bytes_grow): 0, or ENOMEM. */
+static inline int bytes_room(struct dl_batch *b, size_t need, size_t n, int keys)
 {
-	uintptr_t off = (uintptr_t)v->mv_data;
-	return v->mv_size && off && off <= b->b_bused;
+	if (DL_LIKELY(b->b_bused + need <= b->b_bcap))
+		return 0;
+	return bytes_grow(b, need, n, keys);
 }
 
-/* Keep item it of a batch when the cursor's next step would overwrite it,
- * or when it is the caller's own memory (callers), by a copy (see the
- * file comment): 0, or ENOMEM. */
-static int batch_keep(struct dl_batch *b, MDB_cursor *mc, MDB_val *it, size_t *copied,
-	const void *callers)
+/* Must item it be copied: does the cursor's next step overwrite it, or is
+ * it the caller's own memory (callers)? */
+static inline int needs_copy(const MDB_cursor *mc, const MDB_val *it, const void *callers)
 {
-	if (!it->mv_size || (!in_cursor_buf(mc, it) && !(callers && it->mv_data == callers)))
-		return 0;
-	if (bytes_room(b, it->mv_size))
-		return ENOMEM;
-	memcpy(b->b_bytes + b->b_bused, it->mv_data, it->mv_size);
-	it->mv_data = (void *)(uintptr_t)(b->b_bused + 1);
+	return it->mv_size && (in_cursor_buf(mc, it) || (callers && it->mv_data == callers));
+}
+
+/* Copy item it into the byte storage (room made). */
+static inline void stash(struct dl_batch *b, MDB_val *it)
+{
+	unsigned char *d = b->b_bytes + b->b_bused;
+	memcpy(d, it->mv_data, it->mv_size);
+	it->mv_data = d;
 	b->b_bused += it->mv_size;
-	(*copied)++;
-	return 0;
 }
 
 /* Is item i past the end bound?  (forward: above it; backward: below) */
@@ -124,29 +145,71 @@ static int batch_room(struct dl_batch *b, size_t n, size_t want, size_t max, siz
 	return 0;
 }
 
-/* Key of node nd of PREFIX page p (a node dl_pfx_node_ok passed) as a batch
- * item: in place when it shares no anchor bytes, else decoded into the byte
- * storage at b_bused, which the caller moves past it once the item is kept
- * (k then holds the offset + 1, see the file comment; *at its address). */
-static inline int pfx_key(struct dl_batch *b, const dl_page *p, const dl_node *nd, MDB_val *k,
-	const unsigned char **at)
+/* The copies of decoded keys write whole 8-byte words, up to this many
+ * bytes past a key's end (room is made for them). */
+#define DL_BATCH_SLACK 8u
+
+static inline void copy_words(unsigned char *d, const unsigned char *s, size_t n)
 {
-	unsigned s = dl_node_shared(nd);
+	for (size_t i = 0; i < n; i += 8) {
+		uint64_t w;
+		__builtin_memcpy(&w, s + i, 8);
+		__builtin_memcpy(d + i, &w, 8);
+	}
+}
+
+/* What the steps over a PREFIX page (or sub-page) of bound bytes read of it
+ * once: whether its anchor record is sound, its length, and its bytes in a
+ * buffer that may be read past them by a word (copy_words). */
+typedef struct {
+	int a_ok;
+	unsigned a_len;
+	unsigned char a_bytes[DL_MAXKEY + 8];
+} pfx_anchor;
+
+static inline void anchor_read(pfx_anchor *a, const dl_page *p, unsigned bound)
+{
+	a->a_ok = dl_pg_anchor_ok(p, bound);
+	a->a_len = a->a_ok ? dl_pg_anchor_len(p) : 0;
+	if (a->a_len)
+		memcpy(a->a_bytes, dl_pg_anchor(p), a->a_len);
+}
+
+/* dl_pfx_node_ok for node nd of a page whose anchor a describes, kind bits
+ * allowed only where kinds says */
+static inline int pfx_node_ok(const pfx_anchor *a, const dl_node *nd, unsigned kinds)
+{
+	unsigned s = dl_node_shared(nd), kl = s + nd->n_ksize;
+	return !(nd->n_flags & ~(kinds | (0x1ffu << DL_N_SHARED_SHIFT))) && kl && kl <= DL_MAXKEY &&
+		(!s || (a->a_ok && s <= a->a_len));
+}
+
+/* Key of node nd (at offset off of a PREFIX page of bound bytes, checked by
+ * pfx_node_ok) as a batch item: in place when it shares no anchor bytes,
+ * else decoded into the byte storage at b_bused, which the caller moves
+ * past it once the item is kept (*dec set); n as for bytes_room. */
+static inline __attribute__((always_inline)) int pfx_key(struct dl_batch *b, size_t n,
+	const pfx_anchor *a, const dl_node *nd, unsigned off, unsigned bound, MDB_val *k, int *dec)
+{
+	unsigned s = dl_node_shared(nd), ks = nd->n_ksize;
+	const unsigned char *sfx = dl_node_key(nd);
+	k->mv_size = s + ks;
 	if (!s) {
-		k->mv_size = nd->n_ksize;
-		k->mv_data = dl_node_key(nd);
-		*at = k->mv_data;
+		k->mv_data = (void *)sfx;
+		*dec = 0;
 		return 0;
 	}
-	size_t len = s + nd->n_ksize;
-	if (bytes_room(b, len))
+	if (bytes_room(b, s + ks + DL_BATCH_SLACK, n, 1))
 		return ENOMEM;
 	unsigned char *d = b->b_bytes + b->b_bused;
-	dl_copy_short(d, dl_pg_anchor(p), s);
-	dl_copy_short(d + s, dl_node_key(nd), nd->n_ksize);
-	k->mv_size = len;
-	k->mv_data = (void *)(uintptr_t)(b->b_bused + 1);
-	*at = d;
+	copy_words(d, a->a_bytes, s);
+	/* the suffix by words when they stay inside the page */
+	if (off + DL_NODEHDR + ((ks + 7u) & ~7u) <= bound)
+		copy_words(d + s, sfx, ks);
+	else
+		dl_copy_short(d + s, sfx, ks);
+	k->mv_data = d;
+	*dec = 1;
 	return 0;
 }
 
@@ -191,15 +254,12 @@ static inline __attribute__((always_inline)) int plain_steps(MDB_cursor *mc, str
 }
 
 static inline __attribute__((always_inline)) int pfx_steps(MDB_cursor *mc, struct dl_batch *b,
-	size_t *np, unsigned *ip, size_t steps, const MDB_val *end, const int back, int incl,
-	size_t *copied)
+	size_t *np, unsigned *ip, size_t steps, const MDB_val *end, const int back, int incl)
 {
 	const dl_page *p = mc->c_pg[mc->c_top];
-	unsigned bound = dl_pg_node_lim(p, mc->c_bound), upper = p->p_upper, alen = 0, i = *ip;
-	/* dl_pfx_node_ok, with what it reads of the page read once */
-	int aok = dl_pg_anchor_ok(p, mc->c_bound);
-	if (aok)
-		alen = dl_pg_anchor_len(p);
+	unsigned bound = dl_pg_node_lim(p, mc->c_bound), upper = p->p_upper, i = *ip;
+	pfx_anchor a;
+	anchor_read(&a, p, mc->c_bound);
 	size_t n = *np;
 	int rc = 0;
 	for (; steps; steps--) {
@@ -209,29 +269,21 @@ static inline __attribute__((always_inline)) int pfx_steps(MDB_cursor *mc, struc
 			break;
 		const dl_node *nd = (const dl_node *)((const char *)p + off);
 		size_t ds = dl_node_dsize(nd);
-		unsigned s = dl_node_shared(nd), kl = s + nd->n_ksize;
-		/* kind bits (a big value, duplicates) and the unused bits: the
-		 * general path */
-		if ((nd->n_flags & ~(0x1ffu << DL_N_SHARED_SHIFT)) || nd->n_ksize > DL_MAXKEY ||
-		    off + DL_NODEHDR + nd->n_ksize + ds > bound || kl == 0 || kl > DL_MAXKEY ||
-		    (s && (!aok || s > alen)))
+		/* kind bits (a big value, duplicates): the general path */
+		if (nd->n_ksize > DL_MAXKEY || off + DL_NODEHDR + nd->n_ksize + ds > bound ||
+		    !pfx_node_ok(&a, nd, 0))
 			break;
 		MDB_val *bk = &b->b_keys[n];
-		const unsigned char *kat;
-		if ((rc = pfx_key(b, p, nd, bk, &kat)))
+		int dec;
+		if ((rc = pfx_key(b, n, &a, nd, off, mc->c_bound, bk, &dec)))
 			break;
 		i = j;
-		if (end) {
-			MDB_val kv = {bk->mv_size, (void *)kat};
-			if (past_end(mc, &kv, end, back, incl)) {
-				rc = MDB_NOTFOUND;
-				break;
-			}
+		if (end && past_end(mc, bk, end, back, incl)) {
+			rc = MDB_NOTFOUND;
+			break;
 		}
-		if (kat != bk->mv_data) {
+		if (dec)
 			b->b_bused += bk->mv_size;
-			(*copied)++;
-		}
 		b->b_vals[n].mv_size = ds;
 		b->b_vals[n].mv_data = dl_node_data(nd);
 		n++;
@@ -253,7 +305,7 @@ static inline __attribute__((always_inline)) int pfx_steps(MDB_cursor *mc, struc
  * the batch (the cursor on the first item past it); ENOMEM; else 0.
  */
 static int leaf_run(MDB_cursor *mc, struct dl_batch *b, size_t *np, size_t max,
-	const MDB_val *end, int back, int incl, size_t *copied)
+	const MDB_val *end, int back, int incl)
 {
 	const dl_page *p = mc->c_pg[mc->c_top];
 	unsigned top = mc->c_top, nk = dl_pg_nkeys(p), i = mc->c_ki[top];
@@ -272,19 +324,19 @@ static int leaf_run(MDB_cursor *mc, struct dl_batch *b, size_t *np, size_t max,
 	int rc = batch_room(b, n, left, max, &lim);
 	if (rc)
 		return rc;
-	int pfx = dl_pg_prefix(p);
-	/* the flags the first step changes (NEXT: a pending EOF mark, whose
-	 * test passes inside the leaf; PREV: both marks), and a DUPSORT
-	 * DB's sub-cursor, unaimed at a single value: set once the loop ends */
 	unsigned i0 = i;
 	size_t steps = lim - n < left ? lim - n : left;
-	if (!pfx)
+	if (!dl_pg_prefix(p))
 		rc = back ? plain_steps(mc, b, &n, &i, steps, end, 1, incl) :
 			plain_steps(mc, b, &n, &i, steps, end, 0, incl);
 	else
-		rc = back ? pfx_steps(mc, b, &n, &i, steps, end, 1, incl, copied) :
-			pfx_steps(mc, b, &n, &i, steps, end, 0, incl, copied);
+		rc = back ? pfx_steps(mc, b, &n, &i, steps, end, 1, incl) :
+			pfx_steps(mc, b, &n, &i, steps, end, 0, incl);
 	if (i != i0) {
+		/* what the first step changes besides the index: NEXT ends a
+		 * pending EOF mark (whose test passes inside the leaf), PREV
+		 * both marks; in a DUPSORT DB the sub-cursor is unaimed at a
+		 * single value */
 		mc->c_ki[top] = (indx_t)i;
 		mc->c_flags &= ~(back ? DL_C_EOF | DL_C_DEL : DL_C_EOF);
 		if (dup)
@@ -303,8 +355,7 @@ static int leaf_run(MDB_cursor *mc, struct dl_batch *b, size_t *np, size_t max,
  * that share anchor bytes are decoded into the byte storage.  The key's
  * end test was made on its first item.  ENOMEM, else 0.
  */
-static int dup_run(MDB_cursor *mc, struct dl_batch *b, size_t *np, size_t max, int back,
-	size_t *copied)
+static int dup_run(MDB_cursor *mc, struct dl_batch *b, size_t *np, size_t max, int back)
 {
 	dl_xcur *x = mc->c_sub;
 	MDB_cursor *xc = &x->x_c;
@@ -313,9 +364,6 @@ static int dup_run(MDB_cursor *mc, struct dl_batch *b, size_t *np, size_t max, i
 	unsigned want = back ? DL_C_INIT : DL_C_INIT | DL_C_DEL | DL_C_EOF;
 	if ((mc->c_flags & want) != DL_C_INIT || (xc->c_flags & want) != DL_C_INIT || !mc->c_depth ||
 	    !xc->c_depth)
-		return 0;
-	const dl_page *mp = mc->c_pg[mc->c_top];
-	if (mc->c_ki[mc->c_top] >= dl_pg_nkeys(mp) || !(dl_pg_node(mp, mc->c_ki[mc->c_top])->n_flags & DL_N_DUP))
 		return 0;
 	const dl_page *p = xc->c_pg[xc->c_top];
 	unsigned top = xc->c_top, nk = dl_pg_nkeys(p), i = xc->c_ki[top];
@@ -327,73 +375,64 @@ static int dup_run(MDB_cursor *mc, struct dl_batch *b, size_t *np, size_t max, i
 	int rc = batch_room(b, n, left, max, &lim);
 	if (rc)
 		return rc;
-	MDB_val key = b->b_keys[n - 1];
-	int koff = is_offset(b, &key);
 	/* a step backward clears both marks on both cursors (dlmdb_cur_prev,
-	 * dup_get_op; the per-call end of mdb_cursor_get) */
+	 * dup_get_op, the end of mdb_cursor_get) */
 	unsigned mflags = mc->c_flags & ~(back ? DL_C_DEL | DL_C_EOF : 0u);
 	unsigned xflags = xc->c_flags & ~(back ? DL_C_DEL | DL_C_EOF : 0u);
+	size_t n0 = n;
 	if (dl_pg_is_leaf2(p)) {
-		mc->c_flags = mflags;
-		xc->c_flags = xflags;
+		/* (dlmdb_dup_setup and dlmdb_cur_step_leaf checked the page) */
+		MDB_val key = b->b_keys[n - 1];
 		size_t pad = p->p_pad;
-		while (n < lim && left) {
+		for (; n < lim && left; left--) {
 			i = back ? i - 1 : i + 1;
-			left--;
 			MDB_val *v = &b->b_vals[n];
 			v->mv_size = pad;
 			v->mv_data = dl_pg_leaf2_key(p, i);
 			dl_xcur_out(x, v);
 			b->b_keys[n++] = key;
 		}
-		*copied += koff ? n - *np : 0;
-		xc->c_ki[top] = (indx_t)i;
-		*np = n;
-		return 0;
-	}
-	int pfx = dl_pg_prefix(p);
-	unsigned bound = dl_pg_node_lim(p, xc->c_bound), upper = p->p_upper, alen = 0;
-	int aok = pfx && dl_pg_anchor_ok(p, xc->c_bound);
-	if (aok)
-		alen = dl_pg_anchor_len(p);
-	size_t n0 = n;
-	while (n < lim && left) {
-		unsigned j = back ? i - 1 : i + 1;
-		unsigned off = dl_pg_slot(p, j);
-		if (off < upper || off + DL_NODEHDR > bound)
-			break;
-		const dl_node *nd = (const dl_node *)((const char *)p + off);
-		size_t after = (nd->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(nd);
-		if (off + DL_NODEHDR + nd->n_ksize + after > bound || nd->n_ksize > DL_MAXKEY)
-			break;
-		MDB_val *v = &b->b_vals[n];
-		if (pfx) {
-			unsigned s = dl_node_shared(nd), kl = s + nd->n_ksize;
-			if ((nd->n_flags & ~(DL_N_KIND | (0x1ffu << DL_N_SHARED_SHIFT))) || kl == 0 ||
-			    kl > DL_MAXKEY || (s && (!aok || s > alen)))
+	} else {
+		int pfx = dl_pg_prefix(p);
+		unsigned bound = dl_pg_node_lim(p, xc->c_bound), upper = p->p_upper;
+		pfx_anchor a;
+		if (pfx)
+			anchor_read(&a, p, xc->c_bound);
+		for (; n < lim && left; left--) {
+			unsigned j = back ? i - 1 : i + 1;
+			unsigned off = dl_pg_slot(p, j);
+			if (off < upper || off + DL_NODEHDR > bound)
 				break;
-			const unsigned char *at;
-			if ((rc = pfx_key(b, p, nd, v, &at)))
+			const dl_node *nd = (const dl_node *)((const char *)p + off);
+			size_t after = (nd->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(nd);
+			if (off + DL_NODEHDR + nd->n_ksize + after > bound || nd->n_ksize > DL_MAXKEY)
 				break;
-			if (at != v->mv_data) {
-				b->b_bused += v->mv_size;
-				(*copied)++;
+			MDB_val *v = &b->b_vals[n];
+			int dec = 0;
+			if (pfx) {
+				if (!pfx_node_ok(&a, nd, DL_N_KIND))
+					break;
+				if ((rc = pfx_key(b, n, &a, nd, off, xc->c_bound, v, &dec)))
+					break;
 			} else {
-				dl_xcur_out(x, v);
+				v->mv_size = nd->n_ksize;
+				v->mv_data = dl_node_key(nd);
 			}
-		} else {
-			v->mv_size = nd->n_ksize;
-			v->mv_data = dl_node_key(nd);
-			dl_xcur_out(x, v);
+			if (dec)
+				b->b_bused += v->mv_size;
+			else
+				dl_xcur_out(x, v);
+			i = j;
+			/* (read after pfx_key: the store may have moved) */
+			b->b_keys[n] = b->b_keys[n - 1];
+			n++;
 		}
-		i = j;
-		left--;
+	}
+	if (n != n0) {
 		mc->c_flags = mflags;
 		xc->c_flags = xflags;
-		b->b_keys[n++] = key;
+		xc->c_ki[top] = (indx_t)i;
 	}
-	*copied += koff ? n - n0 : 0;
-	xc->c_ki[top] = (indx_t)i;
 	*np = n;
 	return rc;
 }
@@ -432,9 +471,10 @@ static int dl_u_cursor_get_batch(MDB_cursor *mc, MDB_cursor_op op, MDB_val *key,
 		return rc;
 	MDB_cursor_op step = back ? MDB_PREV : MDB_NEXT;
 	MDB_val k, v;
-	size_t n = 0, copied = 0;
+	size_t n = 0;
 	if (key && (op == MDB_SET_RANGE || op == MDB_SET_KEY))
 		k = *key;
+	const void *callers = key ? key->mv_data : NULL;
 	int isdup = (mc->c_db->d_flags & MDB_DUPSORT) && mc->c_sub;
 	int incl = (flags & MDB_BATCH_END_INCL) != 0;
 	for (MDB_cursor_op cur = op; n < max; cur = step) {
@@ -443,11 +483,12 @@ static int dl_u_cursor_get_batch(MDB_cursor *mc, MDB_cursor_op op, MDB_val *key,
 			 * nothing pending: the steps need none of mdb_cursor_get's
 			 * per-call checks), the rest of the current leaf (of the
 			 * sub-cursor, over a key's duplicates) in a tight loop */
-			if (isdup && mc->c_ki[mc->c_top] < dl_pg_nkeys(mc->c_pg[mc->c_top]) &&
-			    (dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top])->n_flags & DL_N_DUP))
-				rc = dup_run(mc, b, &n, max, back, &copied);
+			const dl_page *p = mc->c_pg[mc->c_top];
+			unsigned i = mc->c_ki[mc->c_top];
+			if (isdup && i < dl_pg_nkeys(p) && (dl_pg_node(p, i)->n_flags & DL_N_DUP))
+				rc = dup_run(mc, b, &n, max, back);
 			else
-				rc = leaf_run(mc, b, &n, max, end, back, incl, &copied);
+				rc = leaf_run(mc, b, &n, max, end, back, incl);
 			if (rc)
 				goto done;
 			if (n >= max)
@@ -476,9 +517,15 @@ static int dl_u_cursor_get_batch(MDB_cursor *mc, MDB_cursor_op op, MDB_val *key,
 		/* the next step decodes over an item in the cursor's buffer, and
 		 * the caller's own key (a seek may hand it back) is not ours to
 		 * keep pointing at: copy both */
-		if ((rc = batch_keep(b, mc, &k, &copied, key ? key->mv_data : NULL)) ||
-		    (rc = batch_keep(b, mc, &v, &copied, NULL)))
-			break;
+		int kc = needs_copy(mc, &k, callers), vc = needs_copy(mc, &v, NULL);
+		if (kc || vc) {
+			if ((rc = bytes_room(b, (kc ? k.mv_size : 0) + (vc ? v.mv_size : 0), n, 1)))
+				break;
+			if (kc)
+				stash(b, &k);
+			if (vc)
+				stash(b, &v);
+		}
 		b->b_keys[n] = k;
 		b->b_vals[n] = v;
 		n++;
@@ -488,15 +535,6 @@ done:
 		return rc;
 	if (n == 0)
 		return MDB_NOTFOUND;
-	for (size_t i = 0; i < n && copied; i++) {
-		MDB_val *pair[2] = {&b->b_keys[i], &b->b_vals[i]};
-		for (int j = 0; j < 2; j++) {
-			if (is_offset(b, pair[j])) {
-				pair[j]->mv_data = b->b_bytes + ((uintptr_t)pair[j]->mv_data - 1);
-				copied--;
-			}
-		}
-	}
 	*keys = b->b_keys;
 	*vals = b->b_vals;
 	*count = n;
@@ -516,7 +554,7 @@ static int dl_u_cursor_get_many(MDB_cursor *mc, const MDB_val *keys, mdb_size_t 
 	int rc = batch_reserve(b, n ? (size_t)n : 1);
 	if (rc)
 		return rc;
-	size_t copied = 0, hits = 0;
+	size_t hits = 0;
 	for (size_t i = 0; i < n; i++) {
 		MDB_val k = keys[i], v;
 		rc = mdb_cursor_get(mc, &k, &v, MDB_SET);
@@ -527,17 +565,13 @@ static int dl_u_cursor_get_many(MDB_cursor *mc, const MDB_val *keys, mdb_size_t 
 		}
 		if (rc)
 			return rc;
-		if ((rc = batch_keep(b, mc, &v, &copied, NULL)))
-			return rc;
+		if (needs_copy(mc, &v, NULL)) {
+			if ((rc = bytes_room(b, v.mv_size, i, 0)))
+				return rc;
+			stash(b, &v);
+		}
 		b->b_vals[i] = v;
 		hits++;
-	}
-	for (size_t i = 0; i < n && copied; i++) {
-		uintptr_t off = (uintptr_t)b->b_vals[i].mv_data;
-		if (b->b_vals[i].mv_size && off && off <= b->b_bused) {
-			b->b_vals[i].mv_data = b->b_bytes + (off - 1);
-			copied--;
-		}
 	}
 	*vals = b->b_vals;
 	*found = hits;

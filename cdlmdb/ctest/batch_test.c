@@ -29,6 +29,7 @@
 struct kind {
 	const char *name;
 	unsigned flags;
+	int longer;	/* keys (DUPSORT: and values) of a few hundred bytes */
 };
 
 static const struct kind kinds[] = {
@@ -44,16 +45,24 @@ static const struct kind kinds[] = {
 	{"dupsort+prefix+counted", MDB_DUPSORT | MDB_PREFIX_COMPRESSION | MDB_COUNTED},
 	{"dupfixed", MDB_DUPSORT | MDB_DUPFIXED},
 	{"dupfixed+prefix+counted", MDB_DUPSORT | MDB_DUPFIXED | MDB_PREFIX_COMPRESSION | MDB_COUNTED},
+	/* a batch's decoded keys and values outgrow its byte storage (which
+	 * then moves) */
+	{"prefix, long keys", MDB_PREFIX_COMPRESSION, 1},
+	{"dupsort+prefix, long keys and values", MDB_DUPSORT | MDB_PREFIX_COMPRESSION, 1},
 };
 
 static unsigned g_flags;
+static int g_long;
+static const char g_pad[] = "a long common head of the keys and values in the long kinds, "
+	"repeated: a long common head of the keys and values in the long kinds, repeated: a long "
+	"common head of the keys and values in the long kinds, repeated: and then some more bytes";
 
 /* key i: most share a long prefix (prefix pages then hold keys with shared
  * anchor bytes), every seventh does not */
 static void key_of(unsigned i, char *buf, MDB_val *k)
 {
-	int n = i % 7 == 3 ? snprintf(buf, 64, "x%u/other", i * 2654435761u % 100000)
-			   : snprintf(buf, 64, "common/key/prefix/%05u", i);
+	int n = i % 7 == 3 ? snprintf(buf, 400, "x%u/other", i * 2654435761u % 100000)
+			   : snprintf(buf, 400, "common/key/prefix/%s%05u", g_long ? g_pad : "", i);
 	k->mv_size = (size_t)n;
 	k->mv_data = buf;
 }
@@ -67,7 +76,8 @@ static void val_of(uint64_t *s, unsigned char *buf, MDB_val *v)
 		memcpy(buf, &x, 8);
 		v->mv_size = 8;
 	} else if (g_flags & MDB_DUPSORT) {
-		v->mv_size = (size_t)snprintf((char *)buf, 64, "shared/value/%06u", tu_below(s, 100000));
+		v->mv_size = (size_t)snprintf((char *)buf, 400, "shared/value/%s%06u", g_long ? g_pad : "",
+			tu_below(s, 100000));
 	} else if (tu_below(s, 60) == 0) {
 		v->mv_size = 1500 + tu_below(s, 5000);
 		for (size_t i = 0; i < v->mv_size; i++)
@@ -92,7 +102,7 @@ static unsigned put_key(uint64_t *s)
 static void fill(MDB_txn *txn, MDB_dbi dbi, uint64_t *s, unsigned n)
 {
 	static unsigned char vb[8192];
-	char kb[64];
+	char kb[400];
 	for (unsigned i = 0; i < n; i++) {
 		MDB_val k, v;
 		key_of(put_key(s), kb, &k);
@@ -248,7 +258,7 @@ static int one_batch(MDB_txn *txn, MDB_dbi dbi, MDB_cursor *a, MDB_cursor *b, ui
 	static const MDB_cursor_op ops[] = {MDB_FIRST, MDB_LAST, MDB_NEXT, MDB_PREV, MDB_GET_CURRENT,
 		MDB_SET_RANGE, MDB_SET_KEY, MDB_NEXT, MDB_PREV, MDB_GET_CURRENT};
 	MDB_cursor_op op = ops[tu_below(s, sizeof ops / sizeof ops[0])];
-	char kb[64], eb[64];
+	char kb[400], eb[400];
 	MDB_val key, endk, *end = NULL;
 	key_of(tu_below(s, NKEYS), kb, &key);
 	if (tu_below(s, 3) == 0)
@@ -335,7 +345,7 @@ static int follow_up(MDB_cursor *a, MDB_cursor *b, uint64_t *s, const char *ctx,
 static void modify(MDB_txn *txn, MDB_dbi dbi, uint64_t *s)
 {
 	static unsigned char vb[8192];
-	char kb[64];
+	char kb[400];
 	MDB_val k, v;
 	key_of(put_key(s), kb, &k);
 	switch (tu_below(s, 4)) {
@@ -389,6 +399,7 @@ static void run(const struct kind *kd, uint64_t seed)
 {
 	printf("batch_test %s flags=%#x seed=%llu\n", kd->name, kd->flags, (unsigned long long)seed);
 	g_flags = kd->flags;
+	g_long = kd->longer;
 	tu_fresh_dir(DIR);
 	MDB_env *env;
 	MDB_txn *txn;
