@@ -346,6 +346,70 @@ static int leaf_run(MDB_cursor *mc, struct dl_batch *b, size_t *np, size_t max,
 	return rc;
 }
 
+/* The loops of dup_run over steps values of the sub-cursor's leaf p from
+ * index *ip, the kind of page (0 plain, 1 PREFIX, 2 LEAF2) and back
+ * constants; delta translates a value in place from the sub-cursor's copy
+ * of an inline sub-page into the map (dl_xcur_out).  Items from *np on. */
+static inline __attribute__((always_inline)) int dup_steps(MDB_cursor *xc, struct dl_batch *b,
+	size_t *np, unsigned *ip, size_t steps, uintptr_t delta, const int kind, const int back)
+{
+	const dl_page *p = xc->c_pg[xc->c_top];
+	unsigned i = *ip;
+	size_t n = *np;
+	int rc = 0;
+	if (kind == 2) {
+		/* (dlmdb_dup_setup and dlmdb_cur_step_leaf checked the page) */
+		MDB_val key = b->b_keys[n - 1];
+		size_t pad = p->p_pad;
+		for (; steps; steps--) {
+			i = back ? i - 1 : i + 1;
+			b->b_vals[n].mv_size = pad;
+			b->b_vals[n].mv_data = (void *)((uintptr_t)dl_pg_leaf2_key(p, i) + delta);
+			b->b_keys[n++] = key;
+		}
+		*np = n;
+		*ip = i;
+		return 0;
+	}
+	unsigned bound = dl_pg_node_lim(p, xc->c_bound), upper = p->p_upper;
+	pfx_anchor a;
+	if (kind == 1)
+		anchor_read(&a, p, xc->c_bound);
+	MDB_val key = b->b_keys[n - 1];
+	for (; steps; steps--) {
+		unsigned j = back ? i - 1 : i + 1;
+		unsigned off = dl_pg_slot(p, j);
+		if (off < upper || off + DL_NODEHDR > bound)
+			break;
+		const dl_node *nd = (const dl_node *)((const char *)p + off);
+		size_t after = (nd->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(nd);
+		if (off + DL_NODEHDR + nd->n_ksize + after > bound || nd->n_ksize > DL_MAXKEY)
+			break;
+		MDB_val *v = &b->b_vals[n];
+		if (kind == 1) {
+			int dec;
+			if (!pfx_node_ok(&a, nd, DL_N_KIND))
+				break;
+			if ((rc = pfx_key(b, n, &a, nd, off, xc->c_bound, v, &dec)))
+				break;
+			if (dec)
+				b->b_bused += v->mv_size;
+			else
+				v->mv_data = (void *)((uintptr_t)v->mv_data + delta);
+			/* (read after pfx_key: the store may have moved) */
+			key = b->b_keys[n - 1];
+		} else {
+			v->mv_size = nd->n_ksize;
+			v->mv_data = (void *)((uintptr_t)dl_node_key(nd) + delta);
+		}
+		i = j;
+		b->b_keys[n++] = key;
+	}
+	*np = n;
+	*ip = i;
+	return rc;
+}
+
 /*
  * The same for the duplicates of a DUPSORT key: the sub-cursor's steps
  * inside its current leaf (an inline sub-page or a sub-tree leaf), each
@@ -375,62 +439,26 @@ static int dup_run(MDB_cursor *mc, struct dl_batch *b, size_t *np, size_t max, i
 	int rc = batch_room(b, n, left, max, &lim);
 	if (rc)
 		return rc;
-	/* a step backward clears both marks on both cursors (dlmdb_cur_prev,
-	 * dup_get_op, the end of mdb_cursor_get) */
-	unsigned mflags = mc->c_flags & ~(back ? DL_C_DEL | DL_C_EOF : 0u);
-	unsigned xflags = xc->c_flags & ~(back ? DL_C_DEL | DL_C_EOF : 0u);
-	size_t n0 = n;
-	if (dl_pg_is_leaf2(p)) {
-		/* (dlmdb_dup_setup and dlmdb_cur_step_leaf checked the page) */
-		MDB_val key = b->b_keys[n - 1];
-		size_t pad = p->p_pad;
-		for (; n < lim && left; left--) {
-			i = back ? i - 1 : i + 1;
-			MDB_val *v = &b->b_vals[n];
-			v->mv_size = pad;
-			v->mv_data = dl_pg_leaf2_key(p, i);
-			dl_xcur_out(x, v);
-			b->b_keys[n++] = key;
-		}
-	} else {
-		int pfx = dl_pg_prefix(p);
-		unsigned bound = dl_pg_node_lim(p, xc->c_bound), upper = p->p_upper;
-		pfx_anchor a;
-		if (pfx)
-			anchor_read(&a, p, xc->c_bound);
-		for (; n < lim && left; left--) {
-			unsigned j = back ? i - 1 : i + 1;
-			unsigned off = dl_pg_slot(p, j);
-			if (off < upper || off + DL_NODEHDR > bound)
-				break;
-			const dl_node *nd = (const dl_node *)((const char *)p + off);
-			size_t after = (nd->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(nd);
-			if (off + DL_NODEHDR + nd->n_ksize + after > bound || nd->n_ksize > DL_MAXKEY)
-				break;
-			MDB_val *v = &b->b_vals[n];
-			int dec = 0;
-			if (pfx) {
-				if (!pfx_node_ok(&a, nd, DL_N_KIND))
-					break;
-				if ((rc = pfx_key(b, n, &a, nd, off, xc->c_bound, v, &dec)))
-					break;
-			} else {
-				v->mv_size = nd->n_ksize;
-				v->mv_data = dl_node_key(nd);
-			}
-			if (dec)
-				b->b_bused += v->mv_size;
-			else
-				dl_xcur_out(x, v);
-			i = j;
-			/* (read after pfx_key: the store may have moved) */
-			b->b_keys[n] = b->b_keys[n - 1];
-			n++;
-		}
+	size_t steps = lim - n < left ? lim - n : left, n0 = n;
+	/* values in place lie in the sub-page copy (checked bounds): all of
+	 * them translate alike */
+	uintptr_t delta = x->x_orig ? (uintptr_t)x->x_orig - (uintptr_t)x->x_buf : 0;
+	int kind = dl_pg_is_leaf2(p) ? 2 : dl_pg_prefix(p) ? 1 : 0;
+	switch (kind + 3 * back) {
+	case 0: rc = dup_steps(xc, b, &n, &i, steps, delta, 0, 0); break;
+	case 1: rc = dup_steps(xc, b, &n, &i, steps, delta, 1, 0); break;
+	case 2: rc = dup_steps(xc, b, &n, &i, steps, delta, 2, 0); break;
+	case 3: rc = dup_steps(xc, b, &n, &i, steps, delta, 0, 1); break;
+	case 4: rc = dup_steps(xc, b, &n, &i, steps, delta, 1, 1); break;
+	default: rc = dup_steps(xc, b, &n, &i, steps, delta, 2, 1); break;
 	}
 	if (n != n0) {
-		mc->c_flags = mflags;
-		xc->c_flags = xflags;
+		/* a step backward clears both marks on both cursors
+		 * (dlmdb_cur_prev, dup_get_op, the end of mdb_cursor_get) */
+		if (back) {
+			mc->c_flags &= ~(DL_C_DEL | DL_C_EOF);
+			xc->c_flags &= ~(DL_C_DEL | DL_C_EOF);
+		}
 		xc->c_ki[top] = (indx_t)i;
 	}
 	*np = n;
