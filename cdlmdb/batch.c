@@ -84,10 +84,10 @@ __attribute__((noinline)) static int bytes_grow(struct dl_batch *b, size_t need,
 	if (b->b_bused) {
 		memcpy(p, b->b_bytes, b->b_bused);
 		for (size_t i = 0; i < n; i++) {
-			for (int j = 0; j < 2; j++) {
+			for (int j = keys ? 0 : 1; j < 2; j++) {
 				MDB_val *v = j ? &b->b_vals[i] : &b->b_keys[i];
 				uintptr_t at = (uintptr_t)v->mv_data - lo;
-				if ((j || keys) && v->mv_size && at < b->b_bused)
+				if (v->mv_size && at < b->b_bused)
 					v->mv_data = p + at;
 			}
 		}
@@ -465,7 +465,7 @@ static int dup_run(MDB_cursor *mc, struct dl_batch *b, size_t *np, size_t max, i
 	return rc;
 }
 
-static int dl_u_cursor_get_batch(MDB_cursor *mc, MDB_cursor_op op, MDB_val *key, mdb_size_t max,
+static int batch_get(MDB_cursor *mc, MDB_cursor_op op, MDB_val *key, mdb_size_t max,
 	const MDB_val *end, unsigned flags, const MDB_val **keys, const MDB_val **vals,
 	mdb_size_t *count)
 {
@@ -569,7 +569,7 @@ done:
 	return 0;
 }
 
-static int dl_u_cursor_get_many(MDB_cursor *mc, const MDB_val *keys, mdb_size_t n, const MDB_val **vals,
+static int batch_get_many(MDB_cursor *mc, const MDB_val *keys, mdb_size_t n, const MDB_val **vals,
 	mdb_size_t *found)
 {
 	if (!mc || !mc->c_txn || mc->c_owner || (!keys && n) || !vals || !found)
@@ -604,6 +604,56 @@ static int dl_u_cursor_get_many(MDB_cursor *mc, const MDB_val *keys, mdb_size_t 
 	*vals = b->b_vals;
 	*found = hits;
 	return 0;
+}
+
+/* Does v lie in the byte storage of b (an item of the cursor's last batch)? */
+static int in_store(const struct dl_batch *b, const MDB_val *v)
+{
+	return b && b->b_bytes && v->mv_size && (uintptr_t)v->mv_data - (uintptr_t)b->b_bytes < b->b_bcap;
+}
+
+/* A call whose inputs (an end bound, keys to look up) lie in the storage
+ * its results are written to would overwrite them: the storage is set
+ * aside for the call (returned, freed after it) and a new one begun. */
+static void *set_aside(struct dl_batch *b)
+{
+	void *old = b->b_bytes;
+	b->b_bytes = NULL;
+	b->b_bcap = 0;
+	b->b_bused = 0;
+	return old;
+}
+
+static int dl_u_cursor_get_batch(MDB_cursor *mc, MDB_cursor_op op, MDB_val *key, mdb_size_t max,
+	const MDB_val *end, unsigned flags, const MDB_val **keys, const MDB_val **vals,
+	mdb_size_t *count)
+{
+	void *old = NULL;
+	/* the bound itself may be an item of the last batch (an element of
+	 * the arrays this one fills), and its bytes lie in the storage then
+	 * if it was decoded; a seek's key is read before anything is written */
+	MDB_val e;
+	if (end) {
+		e = *end;
+		end = &e;
+		if (mc && in_store(mc->c_batch, end))
+			old = set_aside(mc->c_batch);
+	}
+	int rc = batch_get(mc, op, key, max, end, flags, keys, vals, count);
+	free(old);
+	return rc;
+}
+
+static int dl_u_cursor_get_many(MDB_cursor *mc, const MDB_val *keys, mdb_size_t n, const MDB_val **vals,
+	mdb_size_t *found)
+{
+	void *old = NULL;
+	for (size_t i = 0; mc && keys && i < n && !old; i++)
+		if (in_store(mc->c_batch, &keys[i]))
+			old = set_aside(mc->c_batch);
+	int rc = batch_get_many(mc, keys, n, vals, found);
+	free(old);
+	return rc;
 }
 
 /* ---- the public entry points, one thread inside a write txn at a time (guard.c) ---- */

@@ -251,6 +251,11 @@ static int same_val(const MDB_val *a, const MDB_val *b)
 	return a->mv_size == b->mv_size && !memcmp(a->mv_data, b->mv_data, a->mv_size);
 }
 
+/* the last batch on a: its items (in a's storage) and how many (0: none
+ * to use) */
+static const MDB_val *g_bk;
+static size_t g_n;
+
 /* one batch on a, its reference on b; 0 when they agree */
 static int one_batch(MDB_txn *txn, MDB_dbi dbi, MDB_cursor *a, MDB_cursor *b, uint64_t *s,
 	items *ref, const char *ctx, unsigned trial)
@@ -266,20 +271,30 @@ static int one_batch(MDB_txn *txn, MDB_dbi dbi, MDB_cursor *a, MDB_cursor *b, ui
 	unsigned flags = 0;
 	if (tu_below(s, 2))
 		flags |= MDB_BATCH_BACKWARD;
+	const MDB_val *aend = NULL;
 	if (tu_below(s, 2)) {
 		key_of(tu_below(s, NKEYS), eb, &endk);
 		if (tu_below(s, 4) == 0)
 			endk.mv_size--;
-		end = &endk;
+		aend = end = &endk;
 		if (tu_below(s, 2))
 			flags |= MDB_BATCH_END_INCL;
+		/* now and then a key of the last batch, where a keeps it (its
+		 * storage, which this batch writes to; b gets a copy) */
+		if (g_n && tu_below(s, 3) == 0) {
+			aend = &g_bk[tu_below(s, (unsigned)g_n)];
+			memcpy(eb, aend->mv_data, aend->mv_size);
+			endk.mv_size = aend->mv_size;
+		}
 	}
 	static const size_t sizes[] = {1, 2, 3, 7, 64, 255, 256, 257, 300};
 	size_t max = tu_below(s, 2) ? sizes[tu_below(s, sizeof sizes / sizeof sizes[0])] : 1 + tu_below(s, 300);
 	const MDB_val *bk = NULL, *bv = NULL;
 	mdb_size_t n = 0;
 	MDB_val akey = key;
-	int rc = mdb_cursor_get_batch(a, op, &akey, max, end, flags, &bk, &bv, &n);
+	int rc = mdb_cursor_get_batch(a, op, &akey, max, aend, flags, &bk, &bv, &n);
+	g_bk = bk;
+	g_n = rc == 0 ? n : 0;
 	int want = ref_batch(txn, dbi, b, op, &key, max, end, flags, ref);
 	batches++;
 	int bad = 0;
@@ -315,6 +330,37 @@ static int one_batch(MDB_txn *txn, MDB_dbi dbi, MDB_cursor *a, MDB_cursor *b, ui
 		fprintf(stderr, "  op %d max %zu flags %#x end %s\n", op, max, flags, end ? "set" : "none");
 		dump_state("batch", a);
 		dump_state("per item", b);
+	}
+	EXPECT(!bad);
+	return bad;
+}
+
+/* mdb_cursor_get_many on a with the keys of its last batch (in its own
+ * storage, which the call writes to), MDB_SET per key on b; 0 when they
+ * agree */
+static int many_from_batch(MDB_cursor *a, MDB_cursor *b, const items *ref, const char *ctx,
+	unsigned trial)
+{
+	size_t m = g_n < 40 ? g_n : 40;
+	const MDB_val *vals;
+	mdb_size_t found = 0;
+	int rc = mdb_cursor_get_many(a, g_bk, m, &vals, &found);
+	g_n = 0;
+	int bad = rc != 0;
+	size_t hits = 0;
+	for (size_t i = 0; !bad && i < m; i++) {
+		MDB_val k = ref->k[i], v;
+		int r = mdb_cursor_get(b, &k, &v, MDB_SET);
+		if (r == 0)
+			hits++;
+		if (r == 0 ? !same_val(&vals[i], &v) : (r != MDB_NOTFOUND || vals[i].mv_data != NULL))
+			bad = 1;
+	}
+	const char *why = "";
+	if (bad || found != hits || !same_state(a, b, &why)) {
+		fprintf(stderr, "%s trial %u: get_many with the batch's keys: rc %d found %zu/%zu %s\n", ctx,
+			trial, rc, (size_t)found, hits, why);
+		bad = 1;
 	}
 	EXPECT(!bad);
 	return bad;
@@ -384,14 +430,19 @@ static int trials(MDB_txn *txn, MDB_dbi dbi, uint64_t *s, unsigned n, int writes
 	int bad = 0;
 	for (unsigned t = 0; t < n && !bad; t++) {
 		bad = one_batch(txn, dbi, a, b, s, &ref, ctx, t);
-		if (!bad && tu_below(s, 2))
+		if (!bad && g_n && tu_below(s, 8) == 0)
+			bad = many_from_batch(a, b, &ref, ctx, t);
+		else if (!bad && tu_below(s, 2))
 			bad = follow_up(a, b, s, ctx, t);
-		if (writes && tu_below(s, 4) == 0)
+		if (writes && tu_below(s, 4) == 0) {
 			for (unsigned w = 1 + tu_below(s, 3); w; w--)
 				modify(txn, dbi, s);
+			g_n = 0;	/* (views into the map may be gone) */
+		}
 	}
 	mdb_cursor_close(a);
 	mdb_cursor_close(b);
+	g_n = 0;
 	return bad;
 }
 
