@@ -146,15 +146,23 @@ static int batch_room(struct dl_batch *b, size_t n, size_t want, size_t max, siz
 }
 
 /* The copies of decoded keys write whole 8-byte words, up to this many
- * bytes past a key's end (room is made for them). */
+ * bytes past a key's end (room is made for them; copy_words). */
 #define DL_BATCH_SLACK 8u
 
+/* n bytes (at least one word's worth read and written, whatever n) */
 static inline void copy_words(unsigned char *d, const unsigned char *s, size_t n)
 {
-	for (size_t i = 0; i < n; i += 8) {
-		uint64_t w;
-		__builtin_memcpy(&w, s + i, 8);
-		__builtin_memcpy(d + i, &w, 8);
+	uint64_t w;
+	__builtin_memcpy(&w, s, 8);
+	__builtin_memcpy(d, &w, 8);
+	/* (keys' parts are mostly up to two words: no loop for those) */
+	if (n > 8) {
+		__builtin_memcpy(&w, s + 8, 8);
+		__builtin_memcpy(d + 8, &w, 8);
+		for (size_t i = 16; i < n; i += 8) {
+			__builtin_memcpy(&w, s + i, 8);
+			__builtin_memcpy(d + i, &w, 8);
+		}
 	}
 }
 
@@ -204,7 +212,7 @@ static inline __attribute__((always_inline)) int pfx_key(struct dl_batch *b, siz
 	unsigned char *d = b->b_bytes + b->b_bused;
 	copy_words(d, a->a_bytes, s);
 	/* the suffix by words when they stay inside the page */
-	if (off + DL_NODEHDR + ((ks + 7u) & ~7u) <= bound)
+	if (off + DL_NODEHDR + ks + 8u <= bound)
 		copy_words(d + s, sfx, ks);
 	else
 		dl_copy_short(d + s, sfx, ks);
