@@ -473,6 +473,47 @@ static int dup_run(MDB_cursor *mc, struct dl_batch *b, size_t *np, size_t max, i
 	return rc;
 }
 
+/*
+ * In a DUPSORT DB, the step to the next (previous) key inside the cursor's
+ * leaf when the current key's duplicates are done: what MDB_NEXT (MDB_PREV)
+ * does there (dup_get_op: the sub-cursor's step runs off its set, the key
+ * cursor moves, the new key's first (last) value), without the per-call
+ * work of mdb_cursor_get.  1 with *rc set when it applied, else 0.
+ */
+static int key_step(MDB_cursor *mc, MDB_val *k, MDB_val *v, int back, int *rc)
+{
+	MDB_cursor *xc = &mc->c_sub->x_c;
+	const dl_page *p = mc->c_pg[mc->c_top];
+	unsigned top = mc->c_top, i = mc->c_ki[top], nk = dl_pg_nkeys(p);
+	if (!(mc->c_flags & DL_C_INIT) || !mc->c_depth || i >= nk || (back ? i == 0 : i + 1 >= nk))
+		return 0;
+	/* forward, a pending mark on the key cursor takes the general path */
+	if (!back && (mc->c_flags & (DL_C_DEL | DL_C_EOF)))
+		return 0;
+	if (dl_pg_node(p, i)->n_flags & DL_N_DUP) {
+		/* the sub-cursor stands on the edge of its set: its step finds
+		 * no leaf further on at any level (dlmdb_cur_step_leaf) */
+		if (!(xc->c_flags & DL_C_INIT) || !xc->c_depth || (!back && (xc->c_flags & (DL_C_DEL | DL_C_EOF))))
+			return 0;
+		for (unsigned l = 0; l <= xc->c_top; l++)
+			if (back ? xc->c_ki[l] > 0 : xc->c_ki[l] + 1u < dl_pg_nkeys(xc->c_pg[l]))
+				return 0;
+		/* (NEXT runs off with the EOF mark, PREV clears both marks) */
+		if (back)
+			xc->c_flags &= ~(DL_C_DEL | DL_C_EOF);
+		else
+			xc->c_flags |= DL_C_EOF;
+	} else {
+		xc->c_flags = 0;
+	}
+	if (back)
+		mc->c_flags &= ~(DL_C_DEL | DL_C_EOF);
+	mc->c_ki[top] = (indx_t)(back ? i - 1 : i + 1);
+	if (!(*rc = dlmdb_cur_fetch(mc, k, NULL)))
+		*rc = dlmdb_dup_edge(mc, v, back);
+	return 1;
+}
+
 static int batch_get(MDB_cursor *mc, MDB_cursor_op op, MDB_val *key, mdb_size_t max,
 	const MDB_val *end, unsigned flags, const MDB_val **keys, const MDB_val **vals,
 	mdb_size_t *count)
@@ -534,7 +575,9 @@ static int batch_get(MDB_cursor *mc, MDB_cursor_op op, MDB_val *key, mdb_size_t 
 		 * leaf: straight to the fetch, as mdb_cursor_get's own fast path;
 		 * everything else through mdb_cursor_get */
 		unsigned top = mc->c_top;
-		if (n && !isdup && !(mc->c_flags & (back ? 0 : DL_C_DEL)) &&
+		if (n && isdup && key_step(mc, &k, &v, back, &rc)) {
+			/* (rc set) */
+		} else if (n && !isdup && !(mc->c_flags & (back ? 0 : DL_C_DEL)) &&
 		    (back ? mc->c_ki[top] > 0 : mc->c_ki[top] + 1u < dl_pg_nkeys(mc->c_pg[top]))) {
 			mc->c_ki[top] = (indx_t)(mc->c_ki[top] + (back ? -1 : 1));
 			mc->c_flags &= ~(back ? DL_C_EOF | DL_C_DEL : DL_C_EOF);
