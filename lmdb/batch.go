@@ -42,6 +42,7 @@ var notFoundGetBatch error = &OpError{Op: "mdb_cursor_get_batch", Errno: NotFoun
 // whole, else into memory of the cursor, valid until its next GetBatch, its
 // Close or Renew, the end of the transaction, and in a write transaction
 // its next change. Without RawRead they are copies, all in one allocation.
+// setkey and end may be such views from the cursor's previous batch.
 //
 // See mdb_cursor_get_batch.
 func (c *Cursor) GetBatch(setkey []byte, op uint, max int, end []byte, flags uint,
