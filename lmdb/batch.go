@@ -57,7 +57,8 @@ func (c *Cursor) GetBatch(setkey []byte, op uint, max int, end []byte, flags uin
 	kp, kn := cbytes(setkey)
 	ep, en := cbytes(end)
 	s0 := c.txn.calls()
-	r := C.dlmdbgo_get_batch(c.ch(), C.int(op), kp, kn, C.size_t(max), ep, en, boolInt(end != nil), C.uint(flags))
+	r := C.dlmdbgo_get_batch(c.ch(), C.int(op), kp, kn, C.size_t(max), ep, en, boolInt(end != nil), C.uint(flags),
+		boolInt(!c.txn.RawRead))
 	if r.rc != 0 {
 		if r.rc == C.MDB_NOTFOUND {
 			return keys, vals, notFoundGetBatch
