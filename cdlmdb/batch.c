@@ -181,6 +181,8 @@ static inline void anchor_read(pfx_anchor *a, const dl_page *p, unsigned bound)
 	a->a_len = a->a_ok ? dl_pg_anchor_len(p) : 0;
 	if (a->a_len)
 		memcpy(a->a_bytes, dl_pg_anchor(p), a->a_len);
+	/* (what a word read past them sees; those bytes are overwritten) */
+	memset(a->a_bytes + a->a_len, 0, 8);
 }
 
 /* dl_pfx_node_ok for node nd of a page whose anchor a describes, kind bits
