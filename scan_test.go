@@ -310,3 +310,98 @@ func BenchmarkGetMany(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkScanKinds: RawRead walks of 200,000 entries per DB kind (plain,
+// compressed keys, DupSort with 10 values a key, DupFixed with 1,000),
+// forward and backward, through Cursor.Get per entry ("get") and through
+// Scan / ScanReverse ("scan"). Reported per entry.
+func BenchmarkScanKinds(b *testing.B) {
+	const n = 200000
+	kinds := []struct {
+		name  string
+		flags uint
+		per   int // values a key
+		vsize int
+	}{
+		{"plain", 0, 1, 16},
+		{"prefix", lmdb.PrefixCompression, 1, 16},
+		{"dupsort", lmdb.DupSort, 10, 16},
+		{"dupfixed", lmdb.DupSort | lmdb.DupFixed, 1000, 8},
+	}
+	for _, kd := range kinds {
+		env, err := lmdb.NewEnv()
+		if err != nil {
+			b.Fatal(err)
+		}
+		env.SetMaxDBs(2)
+		env.SetMapSize(512 << 20)
+		if err := env.Open(b.TempDir(), lmdb.NoSync, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		var dbi lmdb.DBI
+		err = env.Update(func(txn *lmdb.Txn) (err error) {
+			if dbi, err = txn.OpenDBI("k", lmdb.Create|kd.flags); err != nil {
+				return err
+			}
+			v := make([]byte, kd.vsize)
+			for i := 0; i < n/kd.per; i++ {
+				k := []byte(fmt.Sprintf("key/%012d", i))
+				for j := 0; j < kd.per; j++ {
+					copy(v, fmt.Sprintf("%08d%08d", j, i))
+					if err := txn.Put(dbi, k, v, 0); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, reverse := range []bool{false, true} {
+			dir := "fwd"
+			first, step := uint(lmdb.First), uint(lmdb.Next)
+			if reverse {
+				dir, first, step = "back", lmdb.Last, lmdb.Prev
+			}
+			b.Run(kd.name+"/"+dir+"/get", func(b *testing.B) {
+				env.View(func(txn *lmdb.Txn) error {
+					txn.RawRead = true
+					c, _ := txn.OpenCursor(dbi)
+					defer c.Close()
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						cnt := 0
+						for _, _, err := c.Get(nil, nil, first); err == nil; _, _, err = c.Get(nil, nil, step) {
+							cnt++
+						}
+						if cnt != n {
+							b.Fatal(cnt)
+						}
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entry")
+					return nil
+				})
+			})
+			b.Run(kd.name+"/"+dir+"/scan", func(b *testing.B) {
+				env.View(func(txn *lmdb.Txn) error {
+					txn.RawRead = true
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						cnt := 0
+						seq, _ := ScanBatch(txn, dbi, All(), DefaultBatch, reverse)
+						for range seq {
+							cnt++
+						}
+						if cnt != n {
+							b.Fatal(cnt)
+						}
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entry")
+					return nil
+				})
+			})
+		}
+		env.Close()
+	}
+}

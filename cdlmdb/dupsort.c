@@ -205,6 +205,11 @@ static int node_value_edge(MDB_cursor *mc, MDB_val *data, int last)
 	return 0;
 }
 
+int dlmdb_dup_edge(MDB_cursor *mc, MDB_val *data, int last)
+{
+	return node_value_edge(mc, data, last);
+}
+
 static int x_current(MDB_cursor *mc, MDB_val *data)
 {
 	dl_xcur *x = mc->c_sub;

@@ -1348,6 +1348,9 @@ DL_HIDDEN void dlmdb_count_set_from(const dl_page *parent, dl_node *n, const dl_
 /* dupsort.c */
 DL_HIDDEN int dlmdb_dup_setup(MDB_cursor *mc);
 DL_HIDDEN int dlmdb_dup_get(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op op);
+/* data = the first (last) value of the key under mc, the sub-cursor aimed at
+ * it (a single value: read as dlmdb_cur_fetch reads it) */
+DL_HIDDEN int dlmdb_dup_edge(MDB_cursor *mc, MDB_val *data, int last);
 DL_HIDDEN int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags);
 DL_HIDDEN int dlmdb_dup_del(MDB_cursor *mc, unsigned flags);
 DL_HIDDEN int dlmdb_dup_del_pair(MDB_cursor *mc, MDB_val *key, MDB_val *data);

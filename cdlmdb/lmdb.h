@@ -498,7 +498,8 @@ int mdb_cursor_list_dup(MDB_cursor *cursor, const MDB_val **vals, mdb_size_t *co
  *  storage.  *count < max means the data or the bound ended the batch; a
  *  batch that would hold nothing returns MDB_NOTFOUND.  Afterwards the
  *  cursor stands on the last item returned, or, when the bound ended the
- *  batch, on the first item past it.  Errors as mdb_cursor_get. */
+ *  batch, on the first item past it.  The bound may be an item of the
+ *  cursor's last batch.  Errors as mdb_cursor_get. */
 int mdb_cursor_get_batch(MDB_cursor *cursor, MDB_cursor_op op, MDB_val *key, mdb_size_t max,
 	const MDB_val *end, unsigned flags, const MDB_val **keys, const MDB_val **vals,
 	mdb_size_t *count);
@@ -507,7 +508,8 @@ int mdb_cursor_get_batch(MDB_cursor *cursor, MDB_cursor_op op, MDB_val *key, mdb
  *  DB's first value) in one call: *vals gets an array of n values owned by
  *  the cursor, valid as a batch's (mdb_cursor_get_batch); an absent key's
  *  value is {0, NULL} (a present empty value points into the map).  *found
- *  counts the keys present.  The cursor ends on the last key found.  Errors
+ *  counts the keys present.  The cursor ends on the last key found.  The
+ *  keys may be items of the cursor's last batch.  Errors
  *  as mdb_cursor_get (a key of 0 or more than the maximum key size:
  *  MDB_BAD_VALSIZE). */
 int mdb_cursor_get_many(MDB_cursor *cursor, const MDB_val *keys, mdb_size_t n, const MDB_val **vals,

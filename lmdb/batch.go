@@ -11,6 +11,7 @@ package lmdb
 import "C"
 
 import (
+	"slices"
 	"syscall"
 	"unsafe"
 )
@@ -41,6 +42,7 @@ var notFoundGetBatch error = &OpError{Op: "mdb_cursor_get_batch", Errno: NotFoun
 // whole, else into memory of the cursor, valid until its next GetBatch, its
 // Close or Renew, the end of the transaction, and in a write transaction
 // its next change. Without RawRead they are copies, all in one allocation.
+// setkey and end may be such views from the cursor's previous batch.
 //
 // See mdb_cursor_get_batch.
 func (c *Cursor) GetBatch(setkey []byte, op uint, max int, end []byte, flags uint,
@@ -55,31 +57,39 @@ func (c *Cursor) GetBatch(setkey []byte, op uint, max int, end []byte, flags uin
 	kp, kn := cbytes(setkey)
 	ep, en := cbytes(end)
 	s0 := c.txn.calls()
-	r := C.dlmdbgo_get_batch(c.ch(), C.int(op), kp, kn, C.size_t(max), ep, en, boolInt(end != nil), C.uint(flags))
+	r := C.dlmdbgo_get_batch(c.ch(), C.int(op), kp, kn, C.size_t(max), ep, en, boolInt(end != nil), C.uint(flags),
+		boolInt(!c.txn.RawRead))
 	if r.rc != 0 {
 		if r.rc == C.MDB_NOTFOUND {
 			return keys, vals, notFoundGetBatch
 		}
 		return keys, vals, codeError("mdb_cursor_get_batch", r.rc)
 	}
-	ks := unsafe.Slice(r.keys, int(r.count))
-	vs := unsafe.Slice(r.vals, int(r.count))
+	n := int(r.count)
+	ks := unsafe.Slice(r.keys, n)
+	vs := unsafe.Slice(r.vals, n)
 	if c.txn.RawRead {
+		// the views stored by index into slices of the right length (no
+		// append's capacity test per item)
+		keys, vals = slices.Grow(keys, n)[:n], slices.Grow(vals, n)[:n]
+		vs, keys, vals = vs[:len(ks)], keys[:len(ks)], vals[:len(ks)]
 		for i := range ks {
-			keys = append(keys, mapView((*C.char)(ks[i].mv_data), ks[i].mv_size))
-			vals = append(vals, mapView((*C.char)(vs[i].mv_data), vs[i].mv_size))
+			keys[i] = mapView((*C.char)(ks[i].mv_data), ks[i].mv_size)
+			vals[i] = mapView((*C.char)(vs[i].mv_data), vs[i].mv_size)
 		}
 		return c.batchRead(s0, keys, vals)
 	}
 	buf := make([]byte, int(r.total))
 	off := 0
+	keys, vals = slices.Grow(keys, n)[:n], slices.Grow(vals, n)[:n]
+	vs, keys, vals = vs[:len(ks)], keys[:len(ks)], vals[:len(ks)]
 	for i := range ks {
-		n := copy(buf[off:], mapView((*C.char)(ks[i].mv_data), ks[i].mv_size))
-		keys = append(keys, buf[off:off+n:off+n])
-		off += n
-		n = copy(buf[off:], mapView((*C.char)(vs[i].mv_data), vs[i].mv_size))
-		vals = append(vals, buf[off:off+n:off+n])
-		off += n
+		m := copy(buf[off:], mapView((*C.char)(ks[i].mv_data), ks[i].mv_size))
+		keys[i] = buf[off : off+m : off+m]
+		off += m
+		m = copy(buf[off:], mapView((*C.char)(vs[i].mv_data), vs[i].mv_size))
+		vals[i] = buf[off : off+m : off+m]
+		off += m
 	}
 	return c.batchRead(s0, keys, vals)
 }

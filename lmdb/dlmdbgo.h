@@ -574,11 +574,12 @@ typedef struct {
 	int rc;
 	const MDB_val *keys, *vals;
 	size_t count;
-	size_t total;	/* bytes of all keys and values together */
+	size_t total;	/* bytes of all keys and values together (get_batch: when asked) */
 } dlmdbgo_batch;
 
 static inline dlmdbgo_batch dlmdbgo_get_batch(dlmdbgo_h hcur, int op, char *kp, size_t kn,
-					      size_t max, char *ep, size_t en, int hasend, unsigned flags)
+					      size_t max, char *ep, size_t en, int hasend, unsigned flags,
+					      int total)
 {
 	dlmdbgo_batch out;
 	mdb_size_t n = 0;
@@ -592,7 +593,7 @@ static inline dlmdbgo_batch dlmdbgo_get_batch(dlmdbgo_h hcur, int op, char *kp, 
 	out.rc = mdb_cursor_get_batch(DLMDBGO_CUR(hcur), (MDB_cursor_op)op, &k, max, hasend ? &e : NULL,
 		flags, &out.keys, &out.vals, &n);
 	out.count = out.rc ? 0 : (size_t)n;
-	for (size_t i = 0; i < out.count; i++)
+	for (size_t i = 0; total && i < out.count; i++)
 		out.total += out.keys[i].mv_size + out.vals[i].mv_size;
 	return out;
 }
