@@ -4,10 +4,12 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,17 +60,17 @@ func compressPreset(c *Config) compressSizes {
 // 2 of a value (every byte shifted by 0x55 × gen), so a stale value is
 // told apart from a fresh one.
 //
-// DUPSORT: item idx is duplicate d = idx mod dups of key idx / dups. Its
-// 64-byte value is a fixed 16-byte prefix, d as a 4-byte big-endian
-// number, and 44 filler bytes (key + d + i + 0x55 × gen) & 0xff — the shape
-// of a triple store's values (a shared namespace, an ordinal, a payload).
-// Items sort in idx order in both layouts.
+// DUPSORT (DLMDB's compress_bench with -D 20): item idx is duplicate
+// d = idx mod dups of key k = idx / dups. Its 64-byte value is the byte
+// k & 0xff repeated, with byte 62 the item's version and byte 63 d, so the
+// duplicates of a key differ only in their last two bytes. As in DLMDB's
+// harness an update deletes the duplicate and puts it back one version up,
+// and a reinsert puts version 0. A key's duplicates therefore sort by
+// (version, d), not by d; dupOrder gives the model's order.
 const (
 	compressPrefixLen = 16
 	compressKeyLen    = compressPrefixLen + 16
 	compressValLen    = 64
-	compressDupPrefix = "urn:dlmdb:obj:v/" // 16 bytes
-	compressDupHead   = len(compressDupPrefix) + 4
 	genDeleted        = 0xff
 )
 
@@ -122,21 +124,21 @@ func (d *compressDB) value(idx int, gen uint8) []byte {
 		return v
 	}
 	k, dup := idx/d.dups, idx%d.dups
-	copy(v, compressDupPrefix)
-	binary.BigEndian.PutUint32(v[len(compressDupPrefix):], uint32(dup))
-	for i := compressDupHead; i < len(v); i++ {
-		v[i] = byte(k + dup + i + shift)
+	for i := range v {
+		v[i] = byte(k)
 	}
+	v[len(v)-2] = gen
+	v[len(v)-1] = byte(dup)
 	return v
 }
 
-// fold mixes one value into a checksum. It reads bytes that depend on the
-// item and on its generation in both layouts (the last byte, and for
-// DUPSORT the ordinal).
+// fold mixes one value into a checksum. Its last 8 bytes depend on the
+// item and on its generation in both layouts (for DUPSORT: the key's byte,
+// the version and the ordinal).
 func fold(h uint64, v []byte) uint64 {
 	x := uint64(len(v))
 	if len(v) >= 8 {
-		x ^= binary.LittleEndian.Uint64(v[len(v)-8:]) ^ uint64(binary.BigEndian.Uint32(v[len(compressDupPrefix):]))<<24
+		x ^= binary.LittleEndian.Uint64(v[len(v)-8:])
 	}
 	return (h ^ x) * 0x100000001b3
 }
@@ -257,9 +259,9 @@ func (d *compressDB) load(order []int32) (time.Duration, error) {
 	return el, err
 }
 
-// update gives each listed item a new value (generation 1): a put over the
-// old value in the unique layout, and in DUPSORT (where the value is the
-// sort key) a delete of the old duplicate and a put of the new one.
+// update gives each listed item a new value: generation 1 put over the
+// old value in the unique layout; in DUPSORT (where the value is the sort
+// key) a delete of the old duplicate and a put of the next version.
 func (d *compressDB) update(list []int32) (time.Duration, error) {
 	return d.write(func(txn *ourslmdb.Txn) error {
 		for _, i := range list {
@@ -269,10 +271,16 @@ func (d *compressDB) update(list []int32) (time.Duration, error) {
 					return fmt.Errorf("update: delete old duplicate %d: %w", idx, err)
 				}
 			}
-			if err := txn.Put(d.dbi, d.key(idx), d.value(idx, 1), 0); err != nil {
+			gen := uint8(1)
+			if d.dups > 1 {
+				if gen = d.gen[idx] + 1; gen == genDeleted {
+					return fmt.Errorf("update item %d: version %d is the last this model holds", idx, d.gen[idx])
+				}
+			}
+			if err := txn.Put(d.dbi, d.key(idx), d.value(idx, gen), 0); err != nil {
 				return fmt.Errorf("update item %d: %w", idx, err)
 			}
-			d.gen[idx] = 1
+			d.gen[idx] = gen
 		}
 		return nil
 	})
@@ -300,15 +308,20 @@ func (d *compressDB) remove(list []int32) (time.Duration, error) {
 	return el, err
 }
 
-// reinsert puts each listed (deleted) item back with generation 2.
+// reinsert puts each listed (deleted) item back: generation 2 in the
+// unique layout, version 0 in DUPSORT (as DLMDB's harness does).
 func (d *compressDB) reinsert(list []int32) (time.Duration, error) {
+	gen := uint8(2)
+	if d.dups > 1 {
+		gen = 0
+	}
 	el, err := d.write(func(txn *ourslmdb.Txn) error {
 		for _, i := range list {
 			idx := int(i)
-			if err := txn.Put(d.dbi, d.key(idx), d.value(idx, 2), 0); err != nil {
+			if err := txn.Put(d.dbi, d.key(idx), d.value(idx, gen), 0); err != nil {
 				return fmt.Errorf("reinsert item %d: %w", idx, err)
 			}
-			d.gen[idx] = 2
+			d.gen[idx] = gen
 		}
 		return nil
 	})
@@ -417,22 +430,49 @@ func (d *compressDB) scans(starts []int32, scanLen int) (time.Duration, error) {
 		}
 	}
 	el := time.Since(t0)
+	order, keyStart := d.modelOrder()
 	var want uint64
 	var wantN int
 	for _, s := range starts {
-		for idx, j := int(s), 0; idx < d.items && j < scanLen; idx++ {
-			if d.gen[idx] == genDeleted {
-				continue
-			}
-			want = fold(foldKey(want, d.key(idx)), d.value(idx, d.gen[idx]))
+		from := int(keyStart[int(s)/d.dups])
+		for _, idx := range order[from:min(from+scanLen, len(order))] {
+			want = fold(foldKey(want, d.key(int(idx))), d.value(int(idx), d.gen[idx]))
 			wantN++
-			j++
 		}
 	}
 	if h != want || n != wantN {
 		return 0, fmt.Errorf("range scans: %d entries, checksum %#x; want %d, %#x: wrong entries", n, h, wantN, want)
 	}
 	return el, nil
+}
+
+// modelOrder lists the live items in the DBI's order and, for every key
+// k, the position in that list of the first item whose key is k or
+// later (keyStart has one more element, len(order)). In the unique layout
+// items sort by idx; a DUPSORT key's duplicates sort by their value,
+// (version, ordinal).
+func (d *compressDB) modelOrder() (order, keyStart []int32) {
+	nkeys := (d.items + d.dups - 1) / d.dups
+	order = make([]int32, 0, d.live)
+	keyStart = make([]int32, nkeys+1)
+	for k := 0; k < nkeys; k++ {
+		keyStart[k] = int32(len(order))
+		first := len(order)
+		for idx := k * d.dups; idx < min((k+1)*d.dups, d.items); idx++ {
+			if d.gen[idx] != genDeleted {
+				order = append(order, int32(idx))
+			}
+		}
+		dups := order[first:]
+		slices.SortFunc(dups, func(a, b int32) int {
+			if ga, gb := d.gen[a], d.gen[b]; ga != gb {
+				return cmp.Compare(ga, gb)
+			}
+			return cmp.Compare(a, b)
+		})
+	}
+	keyStart[nkeys] = int32(len(order))
+	return order, keyStart
 }
 
 // verify walks the whole DBI and compares every key and value with the
@@ -452,20 +492,17 @@ func (d *compressDB) verify(deep bool) error {
 	if fl&mask != d.flags&mask {
 		return fmt.Errorf("DBI flags %#x, want %#x: wrong layout", fl, d.flags)
 	}
-	idx := 0
+	order, _ := d.modelOrder()
 	n := 0
 	k, v, err := cur.Get(nil, nil, ourslmdb.First)
 	for ; err == nil; k, v, err = cur.Get(nil, nil, ourslmdb.Next) {
-		for idx < d.items && d.gen[idx] == genDeleted {
-			idx++
-		}
-		if idx == d.items {
+		if n == len(order) {
 			return fmt.Errorf("verify: entry %q past the last expected item: wrong contents", k)
 		}
+		idx := int(order[n])
 		if !bytes.Equal(k, d.key(idx)) || !bytes.Equal(v, d.value(idx, d.gen[idx])) {
 			return fmt.Errorf("verify: entry %d reads %q=%x, want item %d: wrong contents", n, k, v, idx)
 		}
-		idx++
 		n++
 	}
 	if !ourslmdb.IsNotFound(err) {
@@ -719,7 +756,7 @@ func runCompress(c *Config) (*Table, error) {
 			"One round of one side is the whole sequence on a fresh environment: shuffled insert, random updates (with repetition), shuffled deletes, their reinsert (one write txn each; as in DLMDB's harness the timer covers the operations, not the commit), "+
 			"env sync and reopen, random reads (cold = first pass after the reopen, page cache kept; warm = the same reads again), reopen, range scans of ≤ %d entries (MDB_SET_RANGE at a random key, then MDB_NEXT), cold then warm. %d alternating rounds (A B, B A, …), all kept.",
 			sz.MapSize>>30, sz.ScanLen, sz.Rounds),
-		"DUPSORT: 20 duplicates per key; a duplicate is the fixed 16-byte prefix \"" + compressDupPrefix + "\", its ordinal as 4 big-endian bytes and 44 payload bytes, so the duplicates of a key share 19 leading bytes; an update there is a delete of the old duplicate plus a put of the new one, reads are MDB_GET_BOTH of the exact pair.",
+		"DUPSORT (DLMDB's harness with -D 20): 20 duplicates per key; a duplicate's 64 bytes are the key's index & 0xff repeated, with byte 62 its version and byte 63 its ordinal, so the duplicates of a key differ only in their last two bytes; an update there is a GET_BOTH-exact delete of the old duplicate plus a put of it one version up, a reinsert puts version 0, reads are MDB_GET_BOTH of the exact pair.",
 		"Every round verifies outside the timers: entry counts after each write phase, checksums of all values read and of every scanned key and value against the model, a full walk comparing every key and value, the DBI's flags, and (first round) the engine's page check.",
 		"DLMDB's reference (C, Apple M3 Pro, 16 KiB pages): data file 440.25 → 331.89 MiB unique (0.754x in its table; 0.735x from its C harness on our machine), 339.59 → 77.44 MiB DUPSORT (0.228x; 0.207x here); unique inserts 0.86x and deletes 0.81x as fast as plain, DUPSORT operations 1.06–1.39x faster.",
 	}

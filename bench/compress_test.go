@@ -26,11 +26,26 @@ func TestCompressKeysLayout(t *testing.T) {
 	if v := d.value(300, 0); v[0] != 300&0xff || v[63] != 363&0xff || len(v) != compressValLen {
 		t.Fatalf("unique value 300 = %x", v)
 	}
+	// DLMDB's DUPSORT value: the key's index byte repeated, then the
+	// version and the ordinal.
 	dd := &compressDB{keys: keys, dups: 20}
-	a := append([]byte(nil), dd.value(41, 1)...) // key 2, dup 1
-	b := dd.value(42, 1)                         // key 2, dup 2
-	if !bytes.HasPrefix(a, []byte(compressDupPrefix)) || bytes.Compare(a, b) >= 0 || !bytes.Equal(dd.key(41), dd.key(42)) {
-		t.Fatalf("dup values of one key out of order: %x, %x", a, b)
+	a := append([]byte(nil), dd.value(41, 1)...) // key 2, dup 1, version 1
+	b := append([]byte(nil), dd.value(42, 0)...) // key 2, dup 2, version 0
+	c := dd.value(42, 1)                         // key 2, dup 2, version 1
+	if !bytes.Equal(a[:62], bytes.Repeat([]byte{2}, 62)) || a[62] != 1 || a[63] != 1 || !bytes.Equal(dd.key(41), dd.key(42)) {
+		t.Fatalf("dup value 41 = %x", a)
+	}
+	if bytes.Compare(b, a) >= 0 || bytes.Compare(a, c) >= 0 {
+		t.Fatalf("dup values do not sort by (version, ordinal): %x, %x, %x", b, a, c)
+	}
+	// The model's order follows that: key 2 with dup 2 at version 0 and
+	// dup 1 at version 1 lists dup 2 first.
+	dd.items, dd.live = 60, 60
+	dd.gen = make([]uint8, 60)
+	dd.gen[41] = 1
+	order, keyStart := dd.modelOrder()
+	if len(order) != 60 || keyStart[2] != 40 || keyStart[3] != 60 || order[40] != 40 || order[41] != 42 || order[59] != 41 {
+		t.Fatalf("model order %v, key starts %v", order, keyStart)
 	}
 }
 

@@ -37,12 +37,15 @@ func dupIterPreset(c *Config) dupIterSizes {
 	}
 }
 
+// dupIterNamespace is the shared head of every duplicate value.
+const dupIterNamespace = "urn:dlmdb:obj:v/" // 16 bytes
+
 // dupIterValue writes duplicate d of key k into buf and returns it: the
-// shared 16-byte namespace of compress_bench's DUPSORT layout, d as 4
+// shared 16-byte namespace dupIterNamespace, d as 4
 // big-endian bytes (so the values of a key sort by d) and 0..8 payload
 // bytes depending on k and d, so that widths vary within a key.
 func dupIterValue(buf []byte, k, d int) []byte {
-	v := append(buf[:0], compressDupPrefix...)
+	v := append(buf[:0], dupIterNamespace...)
 	v = append(v, byte(d>>24), byte(d>>16), byte(d>>8), byte(d))
 	for i, n := 0, (k*7+d*3)%9; i < n; i++ {
 		v = append(v, byte(k+d*5+i))
