@@ -66,7 +66,7 @@ func compressPreset(c *Config) compressSizes {
 // duplicates of a key differ only in their last two bytes. As in DLMDB's
 // harness an update deletes the duplicate and puts it back one version up,
 // and a reinsert puts version 0. A key's duplicates therefore sort by
-// (version, d), not by d; dupOrder gives the model's order.
+// (version, d), not by d; modelOrder gives the model's order.
 const (
 	compressPrefixLen = 16
 	compressKeyLen    = compressPrefixLen + 16
