@@ -81,7 +81,7 @@ static unsigned char *ld_bytes(struct dl_ldbuf *b, size_t n, size_t *off)
  * b->l_vals[*used...]; copy/orig translate pointers into a sub-page copy
  * back to the tree (NULL for a leaf, whose pointers are the tree's). */
 static int ld_page(struct dl_ldbuf *b, size_t *used, const dl_page *p, unsigned bound,
-	const char *copy, const char *orig, size_t *ntag, unsigned width)
+	const char *copy, const char *orig, size_t *ntag, unsigned width, size_t *nvals, int runs)
 {
 	unsigned n = dl_pg_nkeys(p);
 	int rc;
@@ -91,6 +91,16 @@ static int ld_page(struct dl_ldbuf *b, size_t *used, const dl_page *p, unsigned 
 	    !dl_pg_is_leaf2(p) != !width || (width && (p->p_pad != width ||
 	    DL_PAGEHDR + (size_t)n * width > bound)))
 		return MDB_CORRUPTED;
+	*nvals += n;
+	if (runs && dl_pg_is_leaf2(p)) {
+		/* the page's values lie back to back: one run */
+		if ((rc = ld_reserve(b, *used, 1)))
+			return rc;
+		b->l_vals[*used].mv_size = (size_t)n * p->p_pad;
+		b->l_vals[*used].mv_data = (void *)((orig ? orig : (const char *)p) + DL_PAGEHDR);
+		(*used)++;
+		return 0;
+	}
 	if ((rc = ld_reserve(b, *used, n)))
 		return rc;
 	MDB_val *out = b->l_vals + *used;
@@ -145,7 +155,15 @@ static void ld_fixup(struct dl_ldbuf *b, size_t used, size_t ntag)
 	}
 }
 
-static int dl_u_cursor_list_dup(MDB_cursor *mc, const MDB_val **vals, mdb_size_t *count)
+/*
+ * The walk behind both entry points.  runs = 0: one descriptor per value
+ * (mdb_cursor_list_dup).  runs = 1: a LEAF2 page's values as one
+ * descriptor for the whole page, other values one each; *nvals gets the
+ * number of values either way, *fixw the width of LEAF2 values (0 when
+ * the values are not on LEAF2 pages).
+ */
+static int list_walk(MDB_cursor *mc, int runs, const MDB_val **vals, mdb_size_t *count,
+	mdb_size_t *nvals, unsigned *fixw)
 {
 	if (!mc || !vals || !count || mc->c_owner)
 		return EINVAL;
@@ -166,7 +184,8 @@ static int dl_u_cursor_list_dup(MDB_cursor *mc, const MDB_val **vals, mdb_size_t
 		return ENOMEM;
 	struct dl_ldbuf *b = ux->x_ld;
 	b->l_bused = 0;
-	size_t used = 0, ntag = 0;
+	size_t used = 0, ntag = 0, nv = 0;
+	*fixw = 0;
 
 	/* a copy of the cursor with a duplicate cursor of its own (the
 	 * sub-page copy goes to the txn's scratch page, as for mdb_get) */
@@ -190,7 +209,7 @@ static int dl_u_cursor_list_dup(MDB_cursor *mc, const MDB_val **vals, mdb_size_t
 			return rc;
 		b->l_vals[0] = v;
 		*vals = b->l_vals;
-		*count = 1;
+		*count = *nvals = 1;
 		return 0;
 	}
 	if (rc)
@@ -198,22 +217,24 @@ static int dl_u_cursor_list_dup(MDB_cursor *mc, const MDB_val **vals, mdb_size_t
 	MDB_cursor *xc = &x.x_c;
 	if (xc->c_inline) {
 		const dl_page *sp = xc->c_inline;
+		*fixw = dl_pg_is_leaf2(sp) ? sp->p_pad : 0;
 		rc = ld_page(b, &used, sp, xc->c_bound, x.x_buf, x.x_orig, &ntag,
-			dl_pg_is_leaf2(sp) ? sp->p_pad : 0);
+			dl_pg_is_leaf2(sp) ? sp->p_pad : 0, &nv, runs);
 	} else {
+		*fixw = (x.x_db.d_flags & MDB_DUPFIXED) ? x.x_db.d_pad : 0;
 		rc = dlmdb_search_root(xc, NULL, DL_SEARCH_FIRST);
 		if (rc == MDB_NOTFOUND)
 			rc = DL_TXN_FAIL(txn, MDB_CORRUPTED);	/* an empty sub-tree */
 		while (rc == 0) {
 			const dl_page *lp = xc->c_pg[xc->c_top];
 			if ((rc = ld_page(b, &used, lp, txn->t_env->e_psize, NULL, NULL, &ntag,
-			    (x.x_db.d_flags & MDB_DUPFIXED) ? x.x_db.d_pad : 0)))
+			    (x.x_db.d_flags & MDB_DUPFIXED) ? x.x_db.d_pad : 0, &nv, runs)))
 				break;
 			rc = dlmdb_cur_step_leaf(xc, 1);
 		}
 		if (rc == MDB_NOTFOUND)
 			rc = 0;
-		if (!rc && used != x.x_db.d_entries)
+		if (!rc && nv != x.x_db.d_entries)
 			rc = DL_TXN_FAIL(txn, MDB_CORRUPTED);	/* the record disagrees with its tree */
 	}
 	if (rc)
@@ -221,6 +242,49 @@ static int dl_u_cursor_list_dup(MDB_cursor *mc, const MDB_val **vals, mdb_size_t
 	ld_fixup(b, used, ntag);
 	*vals = b->l_vals;
 	*count = used;
+	*nvals = nv;
+	return 0;
+}
+
+static int dl_u_cursor_list_dup(MDB_cursor *mc, const MDB_val **vals, mdb_size_t *count)
+{
+	mdb_size_t nv;
+	unsigned fixw;
+	return list_walk(mc, 0, vals, count, &nv, &fixw);
+}
+
+/* The values as runs of back-to-back values of one width: a LEAF2 page's
+ * values are one run (list_walk), other values one each, neighbours that
+ * happen to touch (decoded values) joined. */
+static int dl_u_cursor_list_dup_fixed(MDB_cursor *mc, const MDB_val **runs, mdb_size_t *nruns,
+	size_t *width, mdb_size_t *count)
+{
+	if (!width)
+		return EINVAL;
+	const MDB_val *v;
+	mdb_size_t n, nv;
+	unsigned fixw;
+	int rc = list_walk(mc, 1, &v, &n, &nv, &fixw);
+	if (rc)
+		return rc;
+	size_t w = fixw ? fixw : (n ? v[0].mv_size : 0);
+	MDB_val *out = (MDB_val *)v;	/* the cursor's own array */
+	mdb_size_t k = 0;
+	for (mdb_size_t i = 0; i < n; i++) {
+		/* LEAF2 runs hold whole values of the page's width (checked
+		 * by the walk); any other descriptor is one value */
+		if (!fixw && v[i].mv_size != w)
+			return MDB_INCOMPATIBLE;
+		if (k && (const char *)out[k - 1].mv_data + out[k - 1].mv_size == (const char *)v[i].mv_data) {
+			out[k - 1].mv_size += v[i].mv_size;
+			continue;
+		}
+		out[k++] = v[i];
+	}
+	*runs = out;
+	*nruns = k;
+	*width = w;
+	*count = nv;
 	return 0;
 }
 
@@ -229,4 +293,10 @@ static int dl_u_cursor_list_dup(MDB_cursor *mc, const MDB_val **vals, mdb_size_t
 int mdb_cursor_list_dup(MDB_cursor *mc, const MDB_val **vals, mdb_size_t *count)
 {
 	DL_GUARDED(mc ? mc->c_txn : NULL, 0, dl_u_cursor_list_dup(mc, vals, count));
+}
+
+int mdb_cursor_list_dup_fixed(MDB_cursor *mc, const MDB_val **runs, mdb_size_t *nruns,
+	size_t *width, mdb_size_t *count)
+{
+	DL_GUARDED(mc ? mc->c_txn : NULL, 0, dl_u_cursor_list_dup_fixed(mc, runs, nruns, width, count));
 }

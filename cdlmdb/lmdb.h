@@ -275,6 +275,7 @@ typedef int(MDB_msg_func)(const char *msg, void *ctx);
 #define mdb_reader_check dlmdb_reader_check
 #define mdb_dbi_replace dlmdb_dbi_replace
 #define mdb_cursor_list_dup dlmdb_cursor_list_dup
+#define mdb_cursor_list_dup_fixed dlmdb_cursor_list_dup_fixed
 #define mdb_cursor_get_batch dlmdb_cursor_get_batch
 #define mdb_cursor_get_many dlmdb_cursor_get_many
 #define mdb_footprint dlmdb_footprint
@@ -478,6 +479,17 @@ int mdb_cursor_key_rank(MDB_cursor *cursor, const MDB_val *key, const MDB_val *d
  *  unpositioned cursor; MDB_NOTFOUND for a cursor past the last item;
  *  MDB_CORRUPTED when a page of the walk is damaged. */
 int mdb_cursor_list_dup(MDB_cursor *cursor, const MDB_val **vals, mdb_size_t *count);
+
+/** mdb_cursor_list_dup for values of one width (DLMDB-go): the duplicates
+ *  as *nruns runs, each a read-only MDB_val of back-to-back values
+ *  (mv_size a multiple of *width): a LEAF2 page's values (MDB_DUPFIXED) are
+ *  one run, in the map, with no descriptor per value; other values one run
+ *  each unless they touch.  *count gets the number of values.  The array is
+ *  the one mdb_cursor_list_dup fills (valid as its results; either call
+ *  overwrites it).  Errors as mdb_cursor_list_dup's, and MDB_INCOMPATIBLE
+ *  when the values differ in size. */
+int mdb_cursor_list_dup_fixed(MDB_cursor *cursor, const MDB_val **runs, mdb_size_t *nruns,
+	size_t *width, mdb_size_t *count);
 
 /* ---- batched cursor reads (DLMDB-go) ------------------------------------------------- */
 

@@ -66,6 +66,9 @@ type Cursor struct {
 	// GetMany's reused key buffer and lengths (no pointers: C may read them)
 	flat []byte
 	lens []C.size_t
+	// the data address of ListDupFixed's last result when it was a view
+	// (never to be appended to as dst), else 0
+	fixView uintptr
 }
 
 func (txn *Txn) openCursor(dbi DBI) (*Cursor, error) {

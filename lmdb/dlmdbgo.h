@@ -568,6 +568,32 @@ static inline dlmdbgo_dups dlmdbgo_list_dup(dlmdbgo_h hcur)
 	return out;
 }
 
+/* The duplicates as runs of one width (mdb_cursor_list_dup_fixed): vals
+ * holds count runs, total their bytes, nvals the number of values. */
+typedef struct {
+	int rc;
+	const MDB_val *vals;
+	size_t count;
+	size_t total;
+	size_t width;
+	size_t nvals;
+} dlmdbgo_runs;
+
+static inline dlmdbgo_runs dlmdbgo_list_dup_fixed(dlmdbgo_h hcur)
+{
+	dlmdbgo_runs out;
+	mdb_size_t n = 0, nv = 0;
+	size_t w = 0;
+	out.vals = NULL;
+	out.total = 0;
+	out.rc = mdb_cursor_list_dup_fixed(DLMDBGO_CUR(hcur), &out.vals, &n, &w, &nv);
+	out.count = out.rc ? 0 : (size_t)n;
+	out.width = out.rc ? 0 : w;
+	out.nvals = out.rc ? 0 : (size_t)nv;
+	for (size_t i = 0; i < out.count; i++)
+		out.total += out.vals[i].mv_size;
+	return out;
+}
 
 /* ---- batched cursor reads (scan.go) ---- */
 typedef struct {

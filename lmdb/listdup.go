@@ -4,6 +4,8 @@ package lmdb
 #cgo CFLAGS: -I${SRCDIR}/../cdlmdb
 #cgo noescape dlmdbgo_list_dup
 #cgo nocallback dlmdbgo_list_dup
+#cgo noescape dlmdbgo_list_dup_fixed
+#cgo nocallback dlmdbgo_list_dup_fixed
 #include "dlmdbgo.h"
 */
 import "C"
@@ -80,12 +82,16 @@ func (c *Cursor) listRead(s0 uint32, out [][]byte) ([][]byte, error) {
 
 // ListDupFixed returns the values of the key under the cursor of a
 // DupFixed database as one flat slice: value i is vals[i*stride :
-// (i+1)*stride]. With RawRead, when the values lie back to back in one
-// page (an inline sub-page, or a sub-tree of one leaf), vals is a view of
-// the map (valid as for ListDup); otherwise they are copied, appended to
-// dst[:0] (pass the previous result back to reuse its memory). A key with a
-// single value gives that value, stride its length. Values of different
-// sizes (a database without DupFixed) give Incompatible.
+// (i+1)*stride]. The engine hands over whole pages of values, not one
+// descriptor per value (mdb_cursor_list_dup_fixed). With RawRead, when the
+// values lie back to back in one page (an inline sub-page, or a sub-tree
+// of one leaf), vals is a view of the map (valid as for ListDup); otherwise
+// they are copied, appended to dst[:0] (pass the previous result back to
+// reuse its memory: when that was a view, it is not written to, and the
+// copy gets memory of its own). Any other dst must be memory of the
+// caller's, never a view handed out by another call. A key with a single
+// value gives that value, stride its length. Values of different sizes (a
+// database without DupFixed) give Incompatible.
 //
 // See mdb_cursor_list_dup.
 func (c *Cursor) ListDupFixed(dst []byte) (vals []byte, stride int, err error) {
@@ -93,44 +99,26 @@ func (c *Cursor) ListDupFixed(dst []byte) (vals []byte, stride int, err error) {
 		return dst[:0], 0, err
 	}
 	s0 := c.txn.calls()
-	r := C.dlmdbgo_list_dup(c.ch())
+	r := C.dlmdbgo_list_dup_fixed(c.ch())
 	if r.rc != 0 {
 		if r.rc == C.MDB_NOTFOUND {
 			return dst[:0], 0, notFoundListDup
 		}
 		return dst[:0], 0, codeError("mdb_cursor_list_dup", r.rc)
 	}
-	items := unsafe.Slice(r.vals, int(r.count))
-	if len(items) == 0 {
-		return dst[:0], 0, nil
+	runs := unsafe.Slice(r.vals, int(r.count))
+	stride = int(r.width)
+	if c.fixView != 0 && cap(dst) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(dst))) == c.fixView {
+		dst = nil // the last result was a view of a page: not ours to write
 	}
-	stride = int(items[0].mv_size)
-	if int(r.total) != stride*len(items) {
-		return dst[:0], 0, &OpError{Op: "mdb_cursor_list_dup", Errno: Incompatible}
-	}
-	// One pass checks the widths and finds the runs of values that lie
-	// back to back (a LEAF2 page holds one such run): each run is one
-	// view, or one append when copying.
-	runs := 0
-	for i := range items {
-		if int(items[i].mv_size) != stride {
-			return dst[:0], 0, &OpError{Op: "mdb_cursor_list_dup", Errno: Incompatible}
-		}
-		if i == 0 || uintptr(items[i].mv_data) != uintptr(items[i-1].mv_data)+uintptr(stride) {
-			runs++
-		}
-	}
-	if c.txn.RawRead && runs == 1 {
-		vals = mapView((*C.char)(items[0].mv_data), r.total)
+	c.fixView = 0
+	if c.txn.RawRead && len(runs) == 1 {
+		vals = mapView((*C.char)(runs[0].mv_data), runs[0].mv_size)
+		c.fixView = uintptr(runs[0].mv_data)
 	} else {
 		vals = slices.Grow(dst[:0], int(r.total))
-		for i := 0; i < len(items); {
-			j := i + 1
-			for j < len(items) && uintptr(items[j].mv_data) == uintptr(items[j-1].mv_data)+uintptr(stride) {
-				j++
-			}
-			vals = append(vals, mapView((*C.char)(items[i].mv_data), C.size_t((j-i)*stride))...)
-			i = j
+		for i := range runs {
+			vals = append(vals, mapView((*C.char)(runs[i].mv_data), runs[i].mv_size)...)
 		}
 	}
 	if err := c.txn.copiedAlone("mdb_cursor_list_dup", s0); err != nil {

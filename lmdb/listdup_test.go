@@ -52,6 +52,7 @@ func TestCursorListDup(t *testing.T) {
 				}
 				defer cur.Close()
 				var reuse [][]byte
+				var reuseFlat []byte
 				for _, k := range keys {
 					want := model[k]
 					if kind.flags&ReverseDup != 0 {
@@ -88,16 +89,30 @@ func TestCursorListDup(t *testing.T) {
 							t.Fatalf("NextDup after ListDup on the last value of %s: %v", k, err)
 						}
 					}
-					if kind.fixed > 0 {
-						if _, _, err := cur.Get([]byte(k), nil, Set); err != nil {
-							t.Fatal(err)
+					if _, _, err := cur.Get([]byte(k), nil, Set); err != nil {
+						t.Fatal(err)
+					}
+					width := len(want[0])
+					for _, v := range want {
+						if len(v) != width {
+							width = -1
 						}
-						flat, stride, err := cur.ListDupFixed(nil)
-						if err != nil || stride != kind.fixed || len(flat) != stride*len(want) ||
-							!bytes.Equal(flat, bytes.Join(want, nil)) {
-							t.Fatalf("ListDupFixed %s: %d bytes stride %d, %v; want %d x %d", k, len(flat),
-								stride, err, len(want), kind.fixed)
+					}
+					flat, stride, err := cur.ListDupFixed(reuseFlat)
+					switch {
+					case width < 0:
+						if !IsErrno(err, Incompatible) {
+							t.Fatalf("ListDupFixed %s (values of several sizes): %d bytes, %v; want Incompatible",
+								k, len(flat), err)
 						}
+					case err != nil || stride != width || len(flat) != stride*len(want) ||
+						!bytes.Equal(flat, bytes.Join(want, nil)):
+						t.Fatalf("ListDupFixed %s: %d bytes stride %d, %v; want %d x %d", k, len(flat),
+							stride, err, len(want), width)
+					case kind.fixed > 0 && stride != kind.fixed:
+						t.Fatalf("ListDupFixed %s: stride %d, want %d", k, stride, kind.fixed)
+					default:
+						reuseFlat = flat
 					}
 				}
 			}
@@ -177,6 +192,90 @@ func TestCursorListDupErrors(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestListDupFixedReuseView: with RawRead the result can be a view of a
+// page; passing it back as dst for a key whose values span several pages
+// must not copy into that page (a regression: the copy went into the view's
+// memory, the read-only map, or under a write txn a dirty page).
+func TestListDupFixedReuseView(t *testing.T) {
+	env := openEnv(t, NoSync)
+	dbi := openDB(t, env, "d", DupSort|DupFixed)
+	val := func(k byte, i int) []byte { return []byte(fmt.Sprintf("%c%07d", k, i)) }
+	// "a": 500 values, a sub-tree of one leaf (a 4 KiB LEAF2 page holds
+	// 510), so a view of 4,000 bytes; "b": 600 values (two leaves), then
+	// every third deleted: 400 values (3,200 bytes, fewer than a's) still
+	// on two leaves, so a copy that fits in a's view
+	var want = map[byte][][]byte{}
+	mustUpdate(t, env, func(txn *Txn) error {
+		for i := 0; i < 500; i++ {
+			want['a'] = append(want['a'], val('a', i))
+		}
+		for i := 0; i < 600; i++ {
+			if i%3 != 2 {
+				want['b'] = append(want['b'], val('b', i))
+			}
+		}
+		for _, k := range []byte{'a', 'b'} {
+			for i := 0; i < 600; i++ {
+				v := val(k, i)
+				if k == 'a' && i >= 500 {
+					break
+				}
+				if err := txn.Put(dbi, []byte{k}, v, 0); err != nil {
+					return err
+				}
+			}
+		}
+		for i := 2; i < 600; i += 3 {
+			if err := txn.Del(dbi, []byte("b"), val('b', i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	check := func(txn *Txn) error {
+		txn.RawRead = true
+		cur, err := txn.OpenCursor(dbi)
+		if err != nil {
+			return err
+		}
+		defer cur.Close()
+		var flat []byte
+		for _, k := range []byte{'a', 'b', 'a', 'b'} {
+			if _, _, err := cur.Get([]byte{k}, nil, Set); err != nil {
+				return err
+			}
+			if flat, _, err = cur.ListDupFixed(flat); err != nil {
+				return err
+			}
+			if !bytes.Equal(flat, bytes.Join(want[k], nil)) {
+				t.Fatalf("key %c: %d bytes, want %d values", k, len(flat), len(want[k]))
+			}
+		}
+		return nil
+	}
+	mustView(t, env, check)
+	mustUpdate(t, env, func(txn *Txn) error {
+		// dirty every page of both keys, then read as above
+		if err := txn.Put(dbi, []byte("a"), val('a', 999), 0); err != nil {
+			return err
+		}
+		if err := txn.Del(dbi, []byte("a"), val('a', 999)); err != nil {
+			return err
+		}
+		if err := txn.Put(dbi, []byte("b"), val('b', 999), 0); err != nil {
+			return err
+		}
+		if err := txn.Del(dbi, []byte("b"), val('b', 999)); err != nil {
+			return err
+		}
+		return check(txn)
+	})
+	mustView(t, env, check)
+	if err := env.Check(); err != nil {
+		t.Fatalf("check: %v", err)
+	}
 }
 
 // TestCursorListDupAllocs: with RawRead and the previous result passed back,

@@ -67,6 +67,41 @@ static void key_of(unsigned k, char *buf, MDB_val *kv)
 	kv->mv_data = buf;
 }
 
+static unsigned long long g_runs, g_runvals;	/* list_dup_fixed on DUPFIXED keys */
+
+/* list_dup_fixed of key k: runs that join to the model's values when they
+ * all have one width, else MDB_INCOMPATIBLE */
+static void check_fixed(MDB_cursor *c, unsigned k)
+{
+	unsigned w = model[k].len[0], same = 1;
+	for (unsigned i = 1; i < model[k].n; i++)
+		same &= model[k].len[i] == w;
+	const MDB_val *runs = NULL;
+	mdb_size_t nruns = 0, cnt = 0;
+	size_t width = 0;
+	int rc = mdb_cursor_list_dup_fixed(c, &runs, &nruns, &width, &cnt);
+	if (!same) {
+		EXPECT_RC(rc, MDB_INCOMPATIBLE);
+		return;
+	}
+	EXPECT_RC(rc, 0);
+	if (rc)
+		return;
+	EXPECT(width == w && cnt == model[k].n && nruns >= 1 && nruns <= cnt);
+	unsigned v = 0;
+	for (mdb_size_t r = 0; r < nruns; r++) {
+		EXPECT(runs[r].mv_size && width && runs[r].mv_size % width == 0);
+		for (size_t off = 0; width && off + width <= runs[r].mv_size; off += width, v++)
+			EXPECT(v < model[k].n &&
+				!memcmp((const char *)runs[r].mv_data + off, model[k].v[v], width));
+	}
+	EXPECT(v == model[k].n);
+	if (w == 8 && model[k].n > 1) {
+		g_runs += nruns;
+		g_runvals += cnt;
+	}
+}
+
 /* list_dup of key k from a cursor standing on duplicate `at` (0 first, 1
  * middle, 2 last): the model's values, and the cursor where it was */
 static void check_key(MDB_cursor *c, unsigned k, int at)
@@ -88,6 +123,7 @@ static void check_key(MDB_cursor *c, unsigned k, int at)
 	EXPECT(cnt == model[k].n);
 	for (unsigned i = 0; i < cnt && i < model[k].n; i++)
 		EXPECT(vals[i].mv_size == model[k].len[i] && !memcmp(vals[i].mv_data, model[k].v[i], vals[i].mv_size));
+	check_fixed(c, k);
 	/* the cursor is where it was: the same value, and NEXT_DUP goes on */
 	EXPECT_RC(mdb_cursor_get(c, &k2, &v2, MDB_GET_CURRENT), 0);
 	EXPECT(v2.mv_size == model[k].len[want] && !memcmp(v2.mv_data, model[k].v[want], v2.mv_size));
@@ -188,6 +224,12 @@ static void run(const char *name, unsigned flags, uint64_t seed)
 	}
 	/* the deleting rounds brought some sub-trees back inline */
 	EXPECT(dlmdb_debug_demotions() > dem0);
+	/* LEAF2 pages came back as runs of many values, not one each */
+	if (fixed) {
+		EXPECT(g_runs > 0 && g_runs * 20 < g_runvals);
+		printf("  list_dup_fixed: %llu values in %llu runs\n", g_runvals, g_runs);
+		g_runs = g_runvals = 0;
+	}
 	printf("  demotions: %llu\n", dlmdb_debug_demotions() - dem0);
 	mdb_env_close(env);
 }
@@ -220,6 +262,21 @@ static void test_errors(void)
 	MUST(mdb_cursor_get(c, &k, &v, MDB_FIRST));
 	EXPECT_RC(mdb_cursor_list_dup(c, &vals, &n), 0);	/* one plain value */
 	EXPECT(n == 1 && vals[0].mv_size == 1 && !memcmp(vals[0].mv_data, "v", 1));
+	mdb_size_t nv = 0;
+	size_t w = 0;
+	EXPECT_RC(mdb_cursor_list_dup_fixed(c, &vals, &n, NULL, &nv), EINVAL);
+	EXPECT_RC(mdb_cursor_list_dup_fixed(c, &vals, &n, &w, &nv), 0);
+	EXPECT(n == 1 && nv == 1 && w == 1 && vals[0].mv_size == 1 && !memcmp(vals[0].mv_data, "v", 1));
+	MDB_val v2 = {2, "vv"};
+	MUST(mdb_put(txn, dup, &k, &v2, 0));	/* widths 1 and 2 */
+	MUST(mdb_cursor_get(c, &k, &v, MDB_FIRST));
+	EXPECT_RC(mdb_cursor_list_dup_fixed(c, &vals, &n, &w, &nv), MDB_INCOMPATIBLE);
+	EXPECT_RC(mdb_cursor_list_dup(c, &vals, &n), 0);
+	EXPECT(n == 2);
+	mdb_cursor_close(c);
+	MUST(mdb_cursor_open(txn, plain, &c));
+	MUST(mdb_cursor_get(c, &k, &v, MDB_FIRST));
+	EXPECT_RC(mdb_cursor_list_dup_fixed(c, &vals, &n, &w, &nv), MDB_INCOMPATIBLE);
 	mdb_cursor_close(c);
 	mdb_txn_abort(txn);
 	mdb_env_close(env);
