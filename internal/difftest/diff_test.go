@@ -126,6 +126,7 @@ const (
 	opCurGetMultiple
 	opCurNextMultiple
 	opCurPutMulti
+	opCurGetBatch // GetBatch (batch_diff_test.go); parameters packed in flags
 	numOpKinds
 )
 
@@ -135,7 +136,7 @@ var opNames = [...]string{"Put", "PutNoOverwrite", "PutAppend", "AppendNext", "P
 	"AbortNested", "Commit", "Abort", "Reopen", "ReadView", "Stat", "Drop", "Check",
 	"DelDup", "PutNoDupData", "CurGetBoth", "CurGetBothRange", "CurFirstDup", "CurLastDup", "CurNextDup",
 	"CurPrevDup", "CurNextNoDup", "CurPrevNoDup", "CurCount", "CurDelAll", "CurGetMultiple",
-	"CurNextMultiple", "CurPutMulti"}
+	"CurNextMultiple", "CurPutMulti", "CurGetBatch"}
 
 // opWeights: relative frequency of each kind in generated sequences.
 var opWeights = [numOpKinds]int{
@@ -144,7 +145,7 @@ var opWeights = [numOpKinds]int{
 	opCurSet: 30, opCurSetKey: 30, opCurSetRange: 50, opCurGetCurrent: 30, opCurPut: 30,
 	opCurPutReserve: 8, opCurPutCurrent: 30, opCurDel: 40, opCurClose: 10, opBeginNested: 15,
 	opCommitNested: 10, opAbortNested: 7, opCommit: 15, opAbort: 5, opReopen: 1, opReadView: 5,
-	opStat: 5, opDrop: 1, opCheck: 3,
+	opStat: 5, opDrop: 1, opCheck: 3, opCurGetBatch: 25,
 }
 
 // dupWeights: plain kinds plus the duplicate ones.
@@ -414,6 +415,8 @@ func (g *gen) next() op {
 		}
 	case opReopen, opCommit:
 		o.flags = uint(g.r.Intn(2))
+	case opCurGetBatch:
+		return g.genBatch(o)
 	}
 	return o
 }
@@ -548,6 +551,8 @@ func (g *gen) nextDup(o op) op {
 		}
 	case opReopen, opCommit:
 		o.flags = uint(g.r.Intn(2))
+	case opCurGetBatch:
+		return g.genBatch(o)
 	}
 	if (o.kind == opCurGetMultiple || o.kind == opCurNextMultiple || o.kind == opCurPutMulti) && !isDupFixed(o.db) &&
 		g.r.Intn(5) != 0 {
@@ -1364,6 +1369,9 @@ func (s *side) apply1(o op) (r result) {
 	c, err := s.cursor(o.db, o.slot)
 	if err != nil {
 		return result{code: s.eng.code(err), note: "cursor"}
+	}
+	if o.kind == opCurGetBatch {
+		return s.curBatch(o, c)
 	}
 	getOp := map[opKind]uint{opCurFirst: cFirst, opCurLast: cLast, opCurNext: cNext, opCurPrev: cPrev,
 		opCurSet: cSet, opCurSetKey: cSetKey, opCurSetRange: cSetRange, opCurGetCurrent: cGetCurrent,

@@ -363,7 +363,7 @@ func (s *side) dupNode(db int, k []byte) bool {
 
 // isCursorOp: whether ops of this kind act through the op's cursor slot.
 func isCursorOp(k opKind) bool {
-	return (k >= opCurFirst && k <= opCurDel) || (k >= opCurGetBoth && k <= opCurPutMulti)
+	return (k >= opCurFirst && k <= opCurDel) || (k >= opCurGetBoth && k <= opCurGetBatch)
 }
 
 func joinNote(a, b string) string {
