@@ -11,7 +11,8 @@ import (
 
 func isNotFoundAny(err error) bool { return stock.IsNotFound(err) || ours.IsNotFound(err) }
 
-// The batched read (opCurGetBatch) in the differential sequences: ours runs
+// The batched read (opCurGetBatch) in the differential sequences
+// (withBatches adds it to every driver's sequences): ours runs
 // Cursor.GetBatch, stock has none, so its side runs what GetBatch is
 // specified as (lmdb.h, mdb_cursor_get_batch): the first op, then Next
 // (Prev backward) until max items, the end bound or the end of the data,
@@ -97,6 +98,27 @@ func emulateBatch(c tCursor, db int, setkey []byte, op uint, max int, end []byte
 		return nil, nil, err
 	}
 	return keys, vals, nil
+}
+
+// withBatches adds batch ops to a generated sequence, after about one op
+// in 40, drawn from a generator of their own (seeded by the sequence's
+// seed, keys from the ones the sequence uses), so the sequence's own ops
+// stay exactly as generated: the pinned replays of seeds, which run the
+// generators alone, still meet the ops they were shrunk from.
+func withBatches(ops []op, seed int64) []op {
+	g := newGen(seed ^ 0x6a7c4ba7)
+	g.reuse = 80
+	out := make([]op, 0, len(ops)+len(ops)/30)
+	for _, o := range ops {
+		out = append(out, o)
+		if n := len(o.key); n > 0 && n <= 511 && len(g.pools[o.db]) < 2000 {
+			g.pools[o.db] = append(g.pools[o.db], o.key)
+		}
+		if g.r.Intn(40) == 0 {
+			out = append(out, g.genBatch(op{kind: opCurGetBatch, db: o.db, slot: g.r.Intn(cursorSlots)}))
+		}
+	}
+	return out
 }
 
 // genBatch fills in a batch op: its first op, a set key for SetRange, 1..12

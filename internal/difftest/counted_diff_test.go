@@ -380,7 +380,7 @@ func extDifferentialOf(t *testing.T, ext extEngine, gen func(int64) []op, perSca
 	total, failures := 0, 0
 	stats := &opStats{codes: map[opKind]map[int]int{}}
 	for i, seed := range seeds {
-		ops := gen(seed)
+		ops := withBatches(gen(seed), seed)
 		total += len(ops)
 		flags := seqEnvFlags(seed)
 		mm, err := runOpsStats(filepath.Join(base, fmt.Sprint(i)), a, b, ops, flags, stats)

@@ -145,7 +145,7 @@ var opWeights = [numOpKinds]int{
 	opCurSet: 30, opCurSetKey: 30, opCurSetRange: 50, opCurGetCurrent: 30, opCurPut: 30,
 	opCurPutReserve: 8, opCurPutCurrent: 30, opCurDel: 40, opCurClose: 10, opBeginNested: 15,
 	opCommitNested: 10, opAbortNested: 7, opCommit: 15, opAbort: 5, opReopen: 1, opReadView: 5,
-	opStat: 5, opDrop: 1, opCheck: 3, opCurGetBatch: 25,
+	opStat: 5, opDrop: 1, opCheck: 3,
 }
 
 // dupWeights: plain kinds plus the duplicate ones.
@@ -1909,7 +1909,7 @@ func differentialOf(t *testing.T, a engine, gen func(int64) []op, perScale int, 
 		defer setEngineDemotion(true)
 	}
 	for i, seed := range seeds {
-		ops := gen(seed)
+		ops := withBatches(gen(seed), seed)
 		total += len(ops)
 		flags := seqEnvFlags(seed)
 		dem0 := engineDemotions()

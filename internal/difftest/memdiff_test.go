@@ -122,7 +122,7 @@ func TestDifferentialPrefixCountedDupSortInMemory(t *testing.T) {
 	if isolate(t) {
 		return
 	}
-	st := extDifferentialOf(t, memExt(uint(dl.PrefixCompression|dl.Counted)), genPrefixDupOps, 50000, memPart(dupWeights))
+	st := extDifferentialOf(t, memExt(uint(dl.PrefixCompression|dl.Counted)), genPrefixDupOps, 40000, memPart(dupWeights))
 	memCovered(t, st, dupWeights)
 }
 

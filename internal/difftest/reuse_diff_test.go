@@ -538,7 +538,7 @@ func reuseAgainstStock(t *testing.T, c reuseCase, budget int) {
 	stats := &opStats{codes: map[opKind]map[int]int{}}
 	total := 0
 	for i, seed := range seeds {
-		ops := c.gen(seed)
+		ops := withBatches(c.gen(seed), seed)
 		total += len(ops)
 		flags := seqEnvFlags(seed)
 		mm, err := runOpsStats(filepath.Join(base, fmt.Sprint(i)), a, b, ops, flags, stats)

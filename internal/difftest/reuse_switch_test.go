@@ -151,7 +151,7 @@ func reuseAgainstRootFirst(t *testing.T, c reuseCase, budget int) {
 	seeds := c.seeds(t, 0x5e05e, budget)
 	total := 0
 	for i, seed := range seeds {
-		ops := c.gen(seed)
+		ops := withBatches(c.gen(seed), seed)
 		total += len(ops)
 		flags := seqEnvFlags(seed)
 		mm, err := reuseVsRootFirst(filepath.Join(base, fmt.Sprint(i)), eng, ops, flags)

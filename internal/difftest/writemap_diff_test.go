@@ -78,7 +78,7 @@ func differentialWriteMapOf(t *testing.T, sub engine, gen func(int64) []op, perS
 	stats := &opStats{codes: map[opKind]map[int]int{}}
 	total := 0
 	for i, seed := range seeds {
-		ops := gen(seed)
+		ops := withBatches(gen(seed), seed)
 		for _, o := range ops {
 			if o.kind == opBeginNested {
 				t.Fatalf("seed %d: the WriteMap workload generated a nested txn", seed)
