@@ -470,6 +470,19 @@ static int reanchor_others(MDB_cursor *mc)
 
 #define DL_MAX_PAST 16
 
+/* Whether any other cursor (also of enclosing txns) on mc's DB stands past
+ * the end of a leaf: collect_past can find one only then, so without one
+ * the deleting leaf's edge keys need no decoding. */
+static int any_past(const MDB_cursor *mc)
+{
+	unsigned want = DL_C_INIT | DL_C_SAVED | DL_C_PAST;
+	for (const MDB_txn *t = mc->c_txn; t; t = t->t_parent)
+		for (const MDB_cursor *c = t->t_cursors; c; c = c->c_next)
+			if (c != mc && c->c_dbi == mc->c_dbi && (c->c_flags & want) == want)
+				return 1;
+	return 0;
+}
+
 /* Other cursors (also of enclosing txns) standing past the end of the leaf
  * whose keys span [lo, hi]: their saved key is that leaf's last key. */
 static unsigned collect_past(MDB_cursor *mc, const MDB_val *lo, const MDB_val *hi, MDB_cursor **out)
@@ -558,7 +571,7 @@ static int del_current(MDB_cursor *mc, int allow_tree, int reposition)
 	unsigned npast = 0;
 	unsigned char topbuf[DL_MAXKEY + 1];
 	MDB_val top = {0, topbuf};
-	if (!mc->c_owner && !(mc->c_db->d_flags & MDB_DUPSORT) && !dl_pg_is_leaf2(leaf)) {
+	if (!mc->c_owner && !(mc->c_db->d_flags & MDB_DUPSORT) && !dl_pg_is_leaf2(leaf) && any_past(mc)) {
 		MDB_val lo, hi;
 		unsigned char lob[DL_MAXKEY], hib[DL_MAXKEY];
 		/* the leaf is checked as a whole only when it is copied, below */
