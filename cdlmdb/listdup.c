@@ -114,14 +114,33 @@ static int ld_page(struct dl_ldbuf *b, size_t *used, const dl_page *p, unsigned 
 		*used += n;
 		return 0;
 	}
-	int pfx = dl_pg_prefix(p);
+	/* the checks of dl_node_in_page, with a PREFIX page's anchor
+	 * checked once (when a node first uses it), not per node */
+	int pfx = dl_pg_prefix(p), aok = -1;
+	unsigned lim = pfx ? dl_pg_node_lim(p, bound) : bound, alen = 0;
 	for (unsigned i = 0; i < n; i++) {
-		if (!dl_node_in_page(p, i, bound))
+		unsigned at = dl_pg_slot(p, i);
+		if (at < p->p_upper || at + DL_NODEHDR > bound)
 			return MDB_CORRUPTED;
-		const dl_node *nd = dl_pg_node(p, i);
+		const dl_node *nd = (const dl_node *)((const char *)p + at);
+		unsigned s = 0;
+		if (pfx) {
+			s = dl_node_shared(nd);
+			unsigned k = s + nd->n_ksize;
+			if (k == 0 || k > DL_MAXKEY ||
+			    (nd->n_flags & ~(DL_N_KIND | (0x1ffu << DL_N_SHARED_SHIFT))))
+				return MDB_CORRUPTED;
+			if (s) {
+				if (aok < 0 && (aok = dl_pg_anchor_ok(p, bound)))
+					alen = dl_pg_anchor_len(p);
+				if (!aok || s > alen)
+					return MDB_CORRUPTED;
+			}
+		}
+		if (at + DL_NODEHDR + nd->n_ksize > lim)
+			return MDB_CORRUPTED;
 		if (DL_UNLIKELY(nd->n_ksize > DL_MAXKEY || dl_node_kind(nd) != 0))
 			return MDB_CORRUPTED;	/* a duplicate is a bare key */
-		unsigned s = pfx ? dl_node_shared(nd) : 0;
 		if (!s) {
 			const char *k = dl_node_key(nd);
 			out[i].mv_size = nd->n_ksize;

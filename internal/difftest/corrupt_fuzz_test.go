@@ -1563,8 +1563,23 @@ func (x *corruptRun) readDups(cur *lmdb.Cursor, h dbHandle) {
 				}
 				break
 			}
-			_, err := cur.Count()
+			cnt, err := cur.Count()
 			x.lmdbErr("count", err)
+			// the bulk reads of the key's values: an error, or as many
+			// values as the key counts
+			vals, lerr := cur.ListDup()
+			x.lmdbErr("listdup", lerr)
+			if err == nil && lerr == nil && uint64(len(vals)) != cnt {
+				x.t.Fatalf("ListDup: %d values, Count %d, no error", len(vals), cnt)
+			}
+			if h.flags&lmdb.DupFixed != 0 {
+				flat, stride, ferr := cur.ListDupFixed(nil)
+				x.lmdbErr("listdup", ferr)
+				if err == nil && ferr == nil && ((stride > 0 && (len(flat)%stride != 0 || uint64(len(flat)/stride) != cnt)) ||
+					(stride == 0 && len(flat) != 0)) {
+					x.t.Fatalf("ListDupFixed: %d bytes of stride %d, Count %d, no error", len(flat), stride, cnt)
+				}
+			}
 			x.walk(cur, lmdb.LastDup, lmdb.PrevDup, "prevdup", &h, -1, true)
 			x.walk(cur, lmdb.FirstDup, lmdb.NextDup, "nextdup", &h, 1, true)
 			if h.flags&lmdb.DupFixed != 0 {

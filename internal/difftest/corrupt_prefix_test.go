@@ -468,5 +468,54 @@ func pfxCheckDamaged(t *testing.T, cb *corruptBase, img []byte, want map[string]
 			return nwrong
 		}
 	}
+	// DUPSORT: every key's values in one ListDup (a fresh txn after an
+	// error), the key's items in order or MDB_CORRUPTED
+	for i := 0; i < len(items); {
+		err := env.View(func(txn *lmdb.Txn) error {
+			if f, err := txn.Flags(dbi); err != nil || f&lmdb.DupSort == 0 {
+				i = len(items)
+				return err
+			}
+			cur, err := txn.OpenCursor(dbi)
+			if err != nil {
+				return err
+			}
+			defer cur.Close()
+			for i < len(items) {
+				j := i + 1
+				for j < len(items) && bytes.Equal(items[j].k, items[i].k) {
+					j++
+				}
+				k, want := items[i].k, items[i:j]
+				i = j
+				_, _, err := cur.Get(k, nil, lmdb.SetKey)
+				var vals [][]byte
+				if err == nil {
+					vals, err = cur.ListDup()
+				}
+				if err != nil {
+					if !lmdb.IsErrno(err, lmdb.Corrupted) {
+						bad(err, "SetKey+ListDup(%q) = %v, want its values or MDB_CORRUPTED", k, err)
+					}
+					return nil
+				}
+				if len(vals) != len(want) {
+					bad(nil, "ListDup(%q): %d values, want %d", k, len(vals), len(want))
+					continue
+				}
+				for n := range vals {
+					if !bytes.Equal(vals[n], want[n].v) {
+						bad(nil, "ListDup(%q) value %d = %q, want %q", k, n, vals[n], want[n].v)
+						break
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			bad(err, "listdup txn: %v", err)
+			return nwrong
+		}
+	}
 	return nwrong
 }
