@@ -20,6 +20,7 @@
  *    LEAF2 width against the DB's, count against the page's room).
  */
 #include "internal.h"
+#include <stddef.h>
 
 struct dl_ldbuf {
 	MDB_val *l_vals;
@@ -175,6 +176,31 @@ static void ld_fixup(struct dl_ldbuf *b, size_t used, size_t ntag)
 }
 
 /*
+ * A copy of mc for a walk of its own: its fields and its stack c_depth
+ * deep; of the buffers, only what their guards say is in use (c_saved for
+ * a cursor that will re-seek or stands on a deleted item, else c_savedlen
+ * 0; c_kbuf never, c_kpage NULL; no rank cache).  A whole copy would move
+ * 1.7 KiB per call.
+ */
+static void walk_copy(MDB_cursor *c, const MDB_cursor *mc)
+{
+	memcpy(c, mc, offsetof(MDB_cursor, c_pg));
+	memcpy(c->c_pg, mc->c_pg, mc->c_depth * sizeof mc->c_pg[0]);
+	memcpy(c->c_ki, mc->c_ki, mc->c_depth * sizeof mc->c_ki[0]);
+	c->c_savedlen = 0;
+	if (mc->c_flags & (DL_C_SAVED | DL_C_DEL)) {
+		c->c_savedlen = mc->c_savedlen;
+		memcpy(c->c_saved, mc->c_saved, mc->c_savedlen);
+	}
+	c->c_kpage = NULL;	/* c_kbuf holds nothing */
+	c->c_kvalid = 0;
+	c->c_batch = mc->c_batch;
+	c->c_rkleaf = NULL;
+	c->c_rkgen = 0;
+	c->c_rkdepth = 0;
+}
+
+/*
  * The walk behind both entry points.  runs = 0: one descriptor per value
  * (mdb_cursor_list_dup).  runs = 1: a LEAF2 page's values as one
  * descriptor for the whole page, other values one each; *nvals gets the
@@ -208,7 +234,8 @@ static int list_walk(MDB_cursor *mc, int runs, const MDB_val **vals, mdb_size_t 
 
 	/* a copy of the cursor with a duplicate cursor of its own (the
 	 * sub-page copy goes to the txn's scratch page, as for mdb_get) */
-	MDB_cursor c = *mc;
+	MDB_cursor c;
+	walk_copy(&c, mc);
 	dl_xcur x;
 	x.x_buf = dlmdb_txn_scratch(txn, 2);
 	if (!x.x_buf)

@@ -223,6 +223,11 @@ func (s *oursCursor) putMulti(k, page []byte, stride int, flags uint) error {
 }
 func (s *oursCursor) close() { s.c.Close() }
 
+// getBatch: the batch op (batch_diff_test.go).
+func (s *oursCursor) getBatch(setkey []byte, op uint, max int, end []byte, flags uint) ([][]byte, [][]byte, error) {
+	return s.c.GetBatch(setkey, op, max, end, flags, nil, nil)
+}
+
 // subject is the engine under test; memSubject the same with every env in
 // memory (InMemory), for the in-memory half of the matrix (memdiff_test.go).
 var (

@@ -6,10 +6,7 @@ import (
 	"errors"
 
 	stock "github.com/PowerDNS/lmdb-go/lmdb"
-	ours "github.com/dlmdb/dlmdb-go/lmdb"
 )
-
-func isNotFoundAny(err error) bool { return stock.IsNotFound(err) || ours.IsNotFound(err) }
 
 // The batched read (opCurGetBatch) in the differential sequences
 // (withBatches adds it to every driver's sequences): ours runs
@@ -20,9 +17,11 @@ func isNotFoundAny(err error) bool { return stock.IsNotFound(err) || ours.IsNotF
 // that filled up leaves its cursor on the last item, and the ops after it
 // compare that position (on plain DBs; see batchKeep).
 
+// GetBatch's flags (lmdb.h: MDB_BATCH_BACKWARD, MDB_BATCH_END_INCL; the
+// harness also builds without our package, -tags dlmdb_stockonly).
 const (
-	batchBackward = uint(ours.BatchBackward)
-	batchEndIncl  = uint(ours.BatchEndIncl)
+	batchBackward = 0x01
+	batchEndIncl  = 0x02
 )
 
 // batchFirstOps: the ops a generated batch starts with. Next and Prev start
@@ -44,18 +43,15 @@ func unpackBatch(f uint) batchSpec {
 	return batchSpec{first: int(f & 0xff), max: int(f >> 8 & 0xffff), flags: f >> 24}
 }
 
-// batcher is implemented by cursors of engines with a native GetBatch.
+// batcher is implemented by cursors of engines with a native GetBatch
+// (ours: adapter_ours_test.go).
 type batcher interface {
 	getBatch(setkey []byte, op uint, max int, end []byte, flags uint) (keys, vals [][]byte, err error)
 }
 
-func (s *oursCursor) getBatch(setkey []byte, op uint, max int, end []byte, flags uint) ([][]byte, [][]byte, error) {
-	return s.c.GetBatch(setkey, op, max, end, flags, nil, nil)
-}
-
 var errBatchNotFound = errors.New("batch: no item")
 
-// emulateBatch is GetBatch as single cursor ops, under the key order of
+// emulateBatch is GetBatch as single cursor ops (of stock's cursors), under the key order of
 // DB db (keyOrder).
 func emulateBatch(c tCursor, db int, setkey []byte, op uint, max int, end []byte, flags uint) (keys, vals [][]byte, err error) {
 	back := op == cLast || op == cPrev || flags&batchBackward != 0
@@ -94,7 +90,7 @@ func emulateBatch(c tCursor, db int, setkey []byte, op uint, max int, end []byte
 	if len(keys) == 0 {
 		return nil, nil, errBatchNotFound
 	}
-	if err != nil && !isNotFoundAny(err) {
+	if err != nil && !stock.IsNotFound(err) {
 		return nil, nil, err
 	}
 	return keys, vals, nil
