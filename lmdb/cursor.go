@@ -69,6 +69,9 @@ type Cursor struct {
 	// the data address of ListDupFixed's last result when it was a view
 	// (never to be appended to as dst), else 0
 	fixView uintptr
+	// whether the cursor's DBI is DupFixed (ListDupInto): 0 not known
+	// yet, 1 yes, -1 no
+	dupFixed int8
 }
 
 func (txn *Txn) openCursor(dbi DBI) (*Cursor, error) {
@@ -121,6 +124,7 @@ func (c *Cursor) Renew(txn *Txn) error {
 		return codeError("mdb_cursor_renew", rc)
 	}
 	c.txn = txn
+	c.dupFixed = 0
 	return nil
 }
 

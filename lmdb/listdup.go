@@ -2,10 +2,10 @@ package lmdb
 
 /*
 #cgo CFLAGS: -I${SRCDIR}/../cdlmdb
-#cgo noescape dlmdbgo_list_dup
-#cgo nocallback dlmdbgo_list_dup
 #cgo noescape dlmdbgo_list_dup_fixed
 #cgo nocallback dlmdbgo_list_dup_fixed
+#cgo noescape dlmdbgo_list_dup
+#cgo nocallback dlmdbgo_list_dup
 #include "dlmdbgo.h"
 */
 import "C"
@@ -43,6 +43,17 @@ func (c *Cursor) ListDupInto(dst [][]byte) ([][]byte, error) {
 	if err := c.live("mdb_cursor_list_dup"); err != nil {
 		return dst[:0], err
 	}
+	if c.dupFixed == 0 {
+		c.dupFixed = -1
+		if f, err := c.txn.Flags(c.DBI()); err == nil && f&DupFixed != 0 {
+			c.dupFixed = 1
+		}
+	}
+	if c.dupFixed > 0 {
+		if out, ok, err := c.listFixedValues(dst); ok {
+			return out, err
+		}
+	}
 	s0 := c.txn.calls()
 	r := C.dlmdbgo_list_dup(c.ch())
 	if r.rc != 0 {
@@ -68,6 +79,44 @@ func (c *Cursor) ListDupInto(dst [][]byte) ([][]byte, error) {
 		off += n
 	}
 	return c.listRead(s0, out)
+}
+
+// listFixedValues is ListDupInto on a DupFixed database: the engine hands
+// over runs of values of one width (mdb_cursor_list_dup_fixed), cut into
+// values here, with no descriptor per value. ok is false when the values
+// have no width to cut by (values of no bytes), for the general path.
+func (c *Cursor) listFixedValues(dst [][]byte) (out [][]byte, ok bool, err error) {
+	s0 := c.txn.calls()
+	r := C.dlmdbgo_list_dup_fixed(c.ch())
+	if r.rc == C.MDB_INCOMPATIBLE || (r.rc == 0 && r.width == 0) {
+		return dst[:0], false, nil
+	}
+	if r.rc != 0 {
+		if r.rc == C.MDB_NOTFOUND {
+			return dst[:0], true, notFoundListDup
+		}
+		return dst[:0], true, codeError("mdb_cursor_list_dup", r.rc)
+	}
+	runs := unsafe.Slice(r.vals, int(r.count))
+	w := int(r.width)
+	out = slices.Grow(dst[:0], int(r.nvals))
+	var buf []byte
+	if !c.txn.RawRead {
+		buf = make([]byte, 0, int(r.total))
+	}
+	for i := range runs {
+		run := mapView((*C.char)(runs[i].mv_data), runs[i].mv_size)
+		if buf != nil {
+			off := len(buf)
+			buf = append(buf, run...)
+			run = buf[off:]
+		}
+		for o := 0; o+w <= len(run); o += w {
+			out = append(out, run[o:o+w:o+w])
+		}
+	}
+	out, err = c.listRead(s0, out)
+	return out, true, err
 }
 
 // listRead ends ListDup: the descriptors (and without RawRead the values)
