@@ -94,7 +94,10 @@ func (c *Cursor) ch() C.dlmdbgo_h {
 // freed reports whether the engine has already released the C cursor: it
 // does so when a write transaction ends.
 func (c *Cursor) freed() bool {
-	return c.handle == nil || (c.txn.handle == nil && !c.txn.readonly)
+	// readonly first: a read-only txn's cursor may be released by its
+	// finalizer while the txn ends on its own goroutine, and must not read
+	// the handle forget is clearing (the race detector caught it)
+	return c.handle == nil || (!c.txn.readonly && c.txn.handle == nil)
 }
 
 // live returns an error unless the cursor and its transaction may be used.

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // scan walks the cursor with first/next ops and returns "k=v" strings.
@@ -744,5 +745,36 @@ func TestDupOrderFlags(t *testing.T) {
 				return nil
 			})
 		})
+	}
+}
+
+// TestReadCursorFinalizerBesideAbort: a read-only txn's cursor dropped
+// without Close is released by its finalizer, which may run while the
+// txn's own goroutine aborts it; under -race that must not be a data race
+// on the txn's handle (a regression: freed read it before the read-only
+// flag).
+func TestReadCursorFinalizerBesideAbort(t *testing.T) {
+	env := openEnv(t, 0)
+	dbi := openDB(t, env, "d", 0)
+	mustUpdate(t, env, func(txn *Txn) error { return txn.Put(dbi, []byte("k"), []byte("v"), 0) })
+	for i := 0; i < 20; i++ {
+		txn, err := env.BeginTxn(nil, Readonly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		func() {
+			cur, err := txn.OpenCursor(dbi)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := cur.Get(nil, nil, First); err != nil {
+				t.Fatal(err)
+			}
+		}() // the cursor is garbage from here on
+		// the finalizer runs on its own goroutine; nothing orders it
+		// before the abort but time
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+		txn.Abort()
 	}
 }
