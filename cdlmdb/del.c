@@ -236,8 +236,8 @@ static int merge_items(MDB_txn *txn, const dl_page *left, const dl_page *right,
 	    (rc = dlmdb_pfx_gather(txn, right, 0, rn, it + ln)))
 		return rc;
 	dl_pfx_cand c[2] = {
-		{left->p_pad ? dl_pg_anchor(left) : NULL, dl_pg_anchor_len(left)},
-		{right->p_pad ? dl_pg_anchor(right) : NULL, dl_pg_anchor_len(right)},
+		{left->p_pad ? dl_pg_anchor(left) : NULL, dl_pg_anchor_len(left), 0},
+		{right->p_pad ? dl_pg_anchor(right) : NULL, dl_pg_anchor_len(right), 0},
 	};
 	*cost = dlmdb_pfx_best(it, ln + rn, c, 2, best);
 	*items = it;
@@ -383,7 +383,7 @@ static int rebalance(MDB_cursor *mc)
 				return rc;
 			if (need > cap)
 				return DL_TXN_FAIL(txn, MDB_PROBLEM);
-			dlmdb_pfx_build(left, (unsigned)psize, items, base + rn, &best);
+			dlmdb_pfx_build(left, (unsigned)psize, items, base + rn, &best, 1);
 			txn->t_pgen++;	/* another anchor at left's address (dl_cur_key) */
 		}
 		for (unsigned j = 0; j < rn && !fixed && !pfx; j++) {

@@ -612,6 +612,7 @@ static dl_pfx_item *sp_items(MDB_txn *txn, const MDB_val *vals, unsigned m)
 		it[i].dsize = 0;
 		it[i].data = NULL;
 		it[i].dlen = 0;
+		it[i].sh = 0;
 	}
 	return it;
 }
@@ -646,7 +647,7 @@ static void subpage_build(MDB_txn *txn, char *buf, const MDB_val *vals, unsigned
 		/* the items array subpage_size filled may have been reused */
 		dl_pfx_item *it = sp_items(txn, vals, m);
 		sp->p_flags = DL_P_LEAF | DL_P_SUBP | DL_P_DIRTY | DL_P_PREFIX;
-		dlmdb_pfx_build(sp, (unsigned)size, it, m, &pl->a);
+		dlmdb_pfx_build(sp, (unsigned)size, it, m, &pl->a, 0);
 		return;
 	}
 	if (fixed) {

@@ -735,6 +735,35 @@ static inline void dl_copy_short(void *dst, const void *src, size_t n)
 	for (size_t i = 0; i < n; i++)
 		d[i] = s[i];
 }
+/** Index of the first byte where a[0, al) and b[0, bl) differ (the shorter
+ *  length if one is a prefix of the other): 8-byte words, the last one
+ *  overlapping the previous when the length is no multiple of 8. */
+static inline unsigned dl_lcp(const unsigned char *a, size_t al, const unsigned char *b, size_t bl)
+{
+	size_t n = al < bl ? al : bl, i = 0;
+	uint64_t x, y;
+	if (n >= 8) {
+		for (;;) {
+			__builtin_memcpy(&x, a + i, 8);
+			__builtin_memcpy(&y, b + i, 8);
+			if (x != y)
+				break;
+			if (i + 8 == n)
+				return (unsigned)n;
+			/* the next word, or the last 8 bytes (they start past
+			 * equal ones, so the first difference in them is real) */
+			i = i + 16 <= n ? i + 8 : n - 8;
+		}
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		return (unsigned)(i + ((unsigned)__builtin_ctzll(x ^ y) >> 3));
+#else
+		return (unsigned)(i + ((unsigned)__builtin_clzll(x ^ y) >> 3));
+#endif
+	}
+	while (i < n && a[i] == b[i])
+		i++;
+	return (unsigned)i;
+}
 /** Full length of the key of leaf node n of page p. */
 static inline size_t dl_leaf_klen(const dl_page *p, const dl_node *n)
 {
@@ -1056,11 +1085,15 @@ typedef struct dl_pfx_item {
 	size_t dsize;		/* the node's data-size field */
 	const void *data;	/* the stored bytes after the key (a pgno for BIG) */
 	size_t dlen;
+	unsigned sh;		/* anchor bytes the key shares: with the source page's
+				 * anchor after gather, with the chosen one after best */
+	unsigned adj;		/* bytes shared with the previous item (best's work) */
 } dl_pfx_item;
-/** A candidate anchor. */
+/** A candidate anchor; known: every item's sh already holds its share. */
 typedef struct dl_pfx_cand {
 	const unsigned char *a;
 	unsigned len;
+	int known;
 } dl_pfx_cand;
 struct dl_pfxblk {
 	struct dl_pfxblk *b_next;
@@ -1079,12 +1112,14 @@ DL_HIDDEN void dlmdb_pfx_add_from(dl_page *to, unsigned i, const dl_page *from, 
 DL_HIDDEN int dlmdb_pfx_gather(MDB_txn *txn, const dl_page *p, unsigned from, unsigned to,
 	dl_pfx_item *out);
 /* smallest layout of items among no anchor, cands and the middle key: its
- * bytes (nodes, slots, anchor record); *best gets the (trimmed) anchor */
-DL_HIDDEN size_t dlmdb_pfx_best(const dl_pfx_item *it, unsigned n, const dl_pfx_cand *cands,
+ * bytes (nodes, slots, anchor record); *best gets the (trimmed) anchor and
+ * every item's sh its share of it */
+DL_HIDDEN size_t dlmdb_pfx_best(dl_pfx_item *it, unsigned n, const dl_pfx_cand *cands,
 	unsigned ncand, dl_pfx_cand *best);
-/* lay items out on p (pgno and flags kept) under anchor, node area ending at end */
+/* lay items out on p (pgno and flags kept) under anchor, node area ending at
+ * end; shares: the items' sh are best's for this anchor (else computed) */
 DL_HIDDEN void dlmdb_pfx_build(dl_page *p, unsigned end, const dl_pfx_item *it, unsigned n,
-	const dl_pfx_cand *anchor);
+	const dl_pfx_cand *anchor, int shares);
 /* a view call's own (stack) cursor c returned v: when v lies in c's decode
  * storage, move it into the txn's (slot 0 key, 1 value); ENOMEM or 0 */
 DL_HIDDEN int dlmdb_txn_keep(MDB_txn *txn, MDB_val *v, const MDB_cursor *c, int slot);

@@ -20,32 +20,12 @@
  */
 #include "internal.h"
 
-static inline unsigned lcp(const unsigned char *a, size_t al, const unsigned char *b, size_t bl)
-{
-	size_t n = al < bl ? al : bl, i = 0;
-	for (; i + 8 <= n; i += 8) {
-		uint64_t x, y;
-		memcpy(&x, a + i, 8);
-		memcpy(&y, b + i, 8);
-		if (x != y) {
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-			return (unsigned)(i + ((unsigned)__builtin_ctzll(x ^ y) >> 3));
-#else
-			return (unsigned)(i + ((unsigned)__builtin_clzll(x ^ y) >> 3));
-#endif
-		}
-	}
-	while (i < n && a[i] == b[i])
-		i++;
-	return (unsigned)i;
-}
-
 /* Shared length of key k against the anchor of p (0 without one). */
 static inline unsigned shared_with(const dl_page *p, const unsigned char *k, size_t kl)
 {
 	if (!p->p_pad)
 		return 0;
-	return lcp(dl_pg_anchor(p), dl_pg_anchor_len(p), k, kl);
+	return dl_lcp(dl_pg_anchor(p), dl_pg_anchor_len(p), k, kl);
 }
 
 void dlmdb_pfx_set_anchor(dl_page *p, const void *key, size_t len)
@@ -123,10 +103,12 @@ int dlmdb_pfx_gather(MDB_txn *txn, const dl_page *p, unsigned from, unsigned to,
 			it->dsize = 0;
 			it->data = NULL;
 			it->dlen = 0;
+			it->sh = 0;
 			continue;
 		}
 		const dl_node *n = dl_pg_node(p, i);
 		unsigned s = dl_pg_prefix(p) ? dl_node_shared(n) : 0;
+		it->sh = s;
 		it->klen = s + n->n_ksize;
 		it->kind = dl_node_kind(n);
 		it->dsize = dl_node_dsize(n);
@@ -146,56 +128,138 @@ int dlmdb_pfx_gather(MDB_txn *txn, const dl_page *p, unsigned from, unsigned to,
 	return 0;
 }
 
-/* Bytes items take (nodes, slots, anchor record) under anchor a[0, alen);
- * *used gets the longest prefix a node shares with it. */
-static size_t build_cost(const dl_pfx_item *it, unsigned n, const unsigned char *a, unsigned alen,
-	unsigned *used)
+/* Bytes item i takes (node and slot) when its key shares s anchor bytes. */
+static inline size_t item_cost(const dl_pfx_item *i, unsigned s)
+{
+	return dl_even(DL_NODEHDR + i->klen - s + i->dlen) + sizeof(indx_t);
+}
+
+/* Bytes of the anchor record of a used-byte anchor (none for 0). */
+static inline size_t anchor_cost(unsigned used)
+{
+	return used ? dl_even(sizeof(uint16_t) + used) : 0;
+}
+
+/* Bytes under anchor a[0, alen), each key's share compared byte by byte
+ * (store: into its sh); *used gets the longest share. */
+static size_t lcp_cost(dl_pfx_item *it, unsigned n, const unsigned char *a, unsigned alen,
+	int store, unsigned *used)
 {
 	size_t sum = 0;
 	unsigned u = 0;
 	for (unsigned i = 0; i < n; i++) {
-		unsigned s = alen ? lcp(a, alen, it[i].key, it[i].klen) : 0;
+		unsigned s = dl_lcp(a, alen, it[i].key, it[i].klen);
 		if (s > u)
 			u = s;
-		sum += dl_even(DL_NODEHDR + it[i].klen - s + it[i].dlen) + sizeof(indx_t);
+		sum += item_cost(&it[i], s);
+		if (store)
+			it[i].sh = s;
 	}
 	*used = u;
-	return sum + (u ? dl_even(sizeof(uint16_t) + u) : 0);
+	return sum + anchor_cost(u);
 }
 
-size_t dlmdb_pfx_best(const dl_pfx_item *it, unsigned n, const dl_pfx_cand *cands, unsigned ncand,
+/*
+ * Bytes under the middle item's key as the anchor.  Its share with item i
+ * is the least adj between them: for any strings lcp(x, z) >= min(lcp(x, y),
+ * lcp(y, z)), so this never claims a byte the key lacks, and for keys in
+ * byte order it is exactly their common prefix.  No key byte is read.
+ */
+static size_t mid_cost(dl_pfx_item *it, unsigned n, int store, unsigned *used)
+{
+	unsigned m = n / 2, s = it[m].klen;
+	size_t sum = item_cost(&it[m], s);
+	if (store)
+		it[m].sh = s;
+	for (unsigned i = m; i-- > 0;) {
+		if (it[i + 1].adj < s)
+			s = it[i + 1].adj;
+		sum += item_cost(&it[i], s);
+		if (store)
+			it[i].sh = s;
+	}
+	s = it[m].klen;
+	for (unsigned i = m + 1; i < n; i++) {
+		if (it[i].adj < s)
+			s = it[i].adj;
+		sum += item_cost(&it[i], s);
+		if (store)
+			it[i].sh = s;
+	}
+	*used = it[m].klen;
+	return sum + anchor_cost(*used);
+}
+
+size_t dlmdb_pfx_best(dl_pfx_item *it, unsigned n, const dl_pfx_cand *cands, unsigned ncand,
 	dl_pfx_cand *best)
 {
-	unsigned used;
-	size_t cost = build_cost(it, n, NULL, 0, &used);
+	/* the first known candidate: the items' sh are shares of it */
+	unsigned kc = ncand, klen = 0, ku = 0, used;
+	for (unsigned c = 0; c < ncand && kc == ncand; c++)
+		if (cands[c].known && cands[c].len)
+			kc = c, klen = cands[c].len;
+	/* one pass for the cost without an anchor, the known candidate's and
+	 * every item's adj; two neighbours sharing bytes of one anchor agree
+	 * on the first of them, so their compare starts past those */
+	size_t none = 0, known = 0;
+	for (unsigned i = 0; i < n; i++) {
+		dl_pfx_item *x = &it[i];
+		none += item_cost(x, 0);
+		if (kc < ncand) {
+			if (x->sh > klen)
+				x->sh = klen;
+			if (x->sh > ku)
+				ku = x->sh;
+			known += item_cost(x, x->sh);
+		}
+		x->adj = 0;
+		if (i) {
+			const dl_pfx_item *w = x - 1;
+			unsigned from = kc < ncand ? (w->sh < x->sh ? w->sh : x->sh) : 0;
+			x->adj = from + dl_lcp(w->key + from, w->klen - from, x->key + from, x->klen - from);
+		}
+	}
+	known += anchor_cost(ku);
+	/* choose: no anchor, each candidate in turn, the middle key */
+	size_t cost = none, k;
+	unsigned win = ncand + 1;	/* ncand + 1: none, ncand: the middle key */
 	best->a = NULL;
 	best->len = 0;
-	for (unsigned c = 0; c <= ncand; c++) {
-		const unsigned char *a;
-		unsigned alen;
-		if (c < ncand) {
-			a = cands[c].a;
-			alen = cands[c].len;
-		} else if (n) {
-			a = it[n / 2].key;	/* the middle key */
-			alen = it[n / 2].klen;
-		} else {
-			break;
-		}
-		if (!alen)
+	best->known = 1;
+	for (unsigned c = 0; c < ncand; c++) {
+		if (!cands[c].len)
 			continue;
-		size_t k = build_cost(it, n, a, alen, &used);
+		if (c == kc)
+			k = known, used = ku;
+		else
+			k = lcp_cost(it, n, cands[c].a, cands[c].len, 0, &used);
 		if (k < cost) {
 			cost = k;
-			best->a = a;
+			win = c;
+			best->a = cands[c].a;
 			best->len = used;
 		}
 	}
+	if (n && it[n / 2].klen && (k = mid_cost(it, n, 0, &used)) < cost) {
+		cost = k;
+		win = ncand;
+		best->a = it[n / 2].key;
+		best->len = used;
+	}
+	/* the winner's shares into the items, for dlmdb_pfx_build (the known
+	 * candidate's are there already) */
+	if (win == ncand + 1)
+		for (unsigned i = 0; i < n; i++)
+			it[i].sh = 0;
+	else if (win == ncand)
+		mid_cost(it, n, 1, &used);
+	else if (win != kc)
+		lcp_cost(it, n, cands[win].a, cands[win].len, 1, &used);
 	return cost;
 }
 
 void dlmdb_pfx_build(dl_page *p, unsigned end, const dl_pfx_item *it, unsigned n,
-	const dl_pfx_cand *anchor)
+	const dl_pfx_cand *anchor, int shares)
 {
 	/* the anchor may point into the page being rebuilt (a candidate taken
 	 * from its old image is always copied out first by the callers) */
@@ -205,7 +269,8 @@ void dlmdb_pfx_build(dl_page *p, unsigned end, const dl_pfx_item *it, unsigned n
 	if (anchor->len)
 		dlmdb_pfx_set_anchor(p, anchor->a, anchor->len);
 	for (unsigned i = 0; i < n; i++) {
-		unsigned s = anchor->len ? lcp(anchor->a, anchor->len, it[i].key, it[i].klen) : 0;
+		unsigned s = !anchor->len ? 0 : shares ? it[i].sh :
+			dl_lcp(anchor->a, anchor->len, it[i].key, it[i].klen);
 		size_t len = DL_NODEHDR + it[i].klen - s + it[i].dlen;
 		dl_node *nd = dlmdb_pg_make_room(p, i, dl_even(len));
 		dl_node_set_dsize(nd, it[i].dsize);

@@ -162,16 +162,7 @@ static int pfx_setup(const MDB_cursor *mc, const dl_page *p, const MDB_val *key,
 	pp->alen = dl_pg_anchor_len(p);
 	pp->ks = key->mv_size;
 	const unsigned char *kd = pp->kd, *an = pp->an;
-	unsigned q = 0, lim = pp->ks < pp->alen ? (unsigned)pp->ks : pp->alen;
-	for (; q + 8 <= lim; q += 8) {
-		uint64_t x, y;
-		memcpy(&x, kd + q, 8);
-		memcpy(&y, an + q, 8);
-		if (x != y)
-			break;
-	}
-	while (q < lim && kd[q] == an[q])
-		q++;
+	unsigned q = dl_lcp(kd, pp->ks, an, pp->alen);
 	pp->q = q;
 	/* the probe's order against a key that has anchor[q] at byte q */
 	pp->past_q = q == pp->ks ? -1 : (q < pp->alen && kd[q] < an[q] ? -1 : 1);

@@ -327,8 +327,10 @@ static int split_prefixed(MDB_txn *txn, const struct item_view *v, unsigned cut,
 		ni->dsize = dl_node_dsize(nd);
 		ni->data = dl_node_data(nd);
 		ni->dlen = (nd->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(nd);
+		ni->sh = sh;
 	}
-	dl_pfx_cand old = {snap->p_pad ? dl_pg_anchor(snap) : NULL, dl_pg_anchor_len(snap)}, best;
+	/* every item's share of the old anchor is its node's, as cut_fits counted */
+	dl_pfx_cand old = {snap->p_pad ? dl_pg_anchor(snap) : NULL, dl_pg_anchor_len(snap), 1}, best;
 	txn->t_pgen++;	/* both pages get new anchors (dl_cur_key) */
 	size_t cap = psize - DL_PAGEHDR;
 	for (int half = 0; half < 2; half++) {
@@ -344,8 +346,9 @@ static int split_prefixed(MDB_txn *txn, const struct item_view *v, unsigned cut,
 			 * the keys that follow it share with it */
 			best.a = hi[0].key;
 			best.len = hi[0].klen;
+			hi[0].sh = hi[0].klen;
 		}
-		dlmdb_pfx_build(dst, psize, hi, hn, &best);
+		dlmdb_pfx_build(dst, psize, hi, hn, &best, 1);
 	}
 	return 0;
 }

@@ -2,6 +2,7 @@
  * the encoding actually saving space, views decoded into cursor storage
  * fed back to the same cursor, copies, and the checker on each result. */
 #include "testutil.h"
+#include "../internal.h"
 #include <sys/stat.h>
 
 #define DIR "build/prefix_env"
@@ -580,9 +581,41 @@ static void test_orders(void)
 	orders_one(MDB_DUPSORT | MDB_COUNTED, cmp_desc, 1, cmp_desc);
 }
 
+/* dl_lcp (the shared-length scan of encoding, page builds and probes)
+ * against a byte loop: every pair of lengths to 40, the first difference
+ * planted at every position, each buffer allocated to its exact length so
+ * ASan catches a read past either end. */
+static void test_lcp(void)
+{
+	uint64_t s = 99;
+	for (unsigned al = 0; al <= 40; al++) {
+		for (unsigned bl = 0; bl <= 40; bl++) {
+			unsigned n = al < bl ? al : bl;
+			for (unsigned d = 0; d <= n; d++) {
+				unsigned char *a = malloc(al ? al : 1), *b = malloc(bl ? bl : 1);
+				for (unsigned i = 0; i < al; i++)
+					a[i] = (unsigned char)tu_next(&s);
+				for (unsigned i = 0; i < bl; i++)
+					b[i] = i < al ? a[i] : (unsigned char)tu_next(&s);
+				if (d < n)	/* differ at d (any bit of the byte) */
+					b[d] = (unsigned char)(a[d] ^ (1u << tu_below(&s, 8)));
+				unsigned want = 0;
+				while (want < n && a[want] == b[want])
+					want++;
+				EXPECT(want == d);
+				EXPECT(dl_lcp(a, al, b, bl) == want);
+				EXPECT(dl_lcp(b, bl, a, al) == want);
+				free(a);
+				free(b);
+			}
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 20261202;
+	test_lcp();
 	unsigned steps = 1500u * (unsigned)tu_scale();
 	test_saves_space();
 	test_views_fed_back();
