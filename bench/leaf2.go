@@ -55,18 +55,27 @@ const (
 var leaf2Metrics = []struct {
 	name, unit string
 	leaf2Only  bool
+	per        int // what the size column adds: leaf2Per*
 }{
-	{"append (ascending puts), 65,536-value txns", "ns/value", false},
-	{"interior insert (random, between existing values), 1 txn", "ns/value", false},
-	{"exact delete of the inserted (key, value), 1 txn", "ns/value", false},
-	{"scalar scan: First/NextNoDup + NEXT_DUP per value", "ns/value", false},
-	{"list_dup scan: ListDupInto per key", "ns/value", false},
-	{"list_dup scan: ListDupFixed per key", "ns/value", false},
-	{"GET_BOTH lookup (7 of 8 present)", "ns/lookup", false},
-	{"footprint (pages × page size / values)", "bytes/value", false},
-	{"GET_MULTIPLE/NEXT_MULTIPLE scan of all values", "ms/scan", true},
-	{"MDB_MULTIPLE put (PutMulti per key), 65,536-value txns", "M values/s", true},
+	{"append (ascending puts), 65,536-value txns", "ns/value", false, 0},
+	{"interior insert (random, between existing values), 1 txn", "ns/value", false, leaf2PerInsert},
+	{"exact delete of the inserted (key, value), 1 txn", "ns/value", false, leaf2PerInsert},
+	{"scalar scan: First/NextNoDup + NEXT_DUP per value", "ns/value", false, leaf2PerPass},
+	{"list_dup scan: ListDupInto per key", "ns/value", false, leaf2PerPass},
+	{"list_dup scan: ListDupFixed per key", "ns/value", false, leaf2PerPass},
+	{"list_dup scan: ListDupRuns per key", "ns/value", false, leaf2PerPass},
+	{"GET_BOTH lookup (7 of 8 present)", "ns/lookup", false, leaf2PerLookup},
+	{"footprint (pages × page size / values)", "bytes/value", false, 0},
+	{"GET_MULTIPLE/NEXT_MULTIPLE scan of all values", "ms/scan", true, leaf2PerPass},
+	{"MDB_MULTIPLE put (PutMulti per key), 65,536-value txns", "M values/s", true, 0},
 }
+
+// What a leaf2 row's size names besides the data.
+const (
+	leaf2PerInsert = 1 + iota
+	leaf2PerPass
+	leaf2PerLookup
+)
 
 // leaf2Key is key k: "leaf2/key/" and k in 6 lowercase hex digits.
 func leaf2Key(dst []byte, k int) []byte {
@@ -85,18 +94,70 @@ func leaf2Val(dst []byte, k, x int) []byte {
 	return dst[:8]
 }
 
-// leaf2Fold mixes one value into a scan's checksum: a rotate and an xor
-// (order- and value-sensitive, and about a cycle of latency per value, so
-// the scan rows time the reads rather than the check). An other size than
-// 8 bytes mixes in its length instead.
+// leaf2Fold mixes one value into a lookup's checksum: a rotate and an xor
+// (order- and value-sensitive). An other size than 8 bytes mixes in its
+// length instead.
 func leaf2Fold(h uint64, v []byte) uint64 {
-	var x uint64
+	return bits.RotateLeft64(h, 7) ^ leaf2Word(v)
+}
+
+// leaf2Word is what a value contributes to a checksum: its 8 bytes, or its
+// length when it has another size.
+func leaf2Word(v []byte) uint64 {
 	if len(v) == 8 {
-		x = binary.BigEndian.Uint64(v)
-	} else {
-		x = uint64(len(v)) << 60
+		return binary.LittleEndian.Uint64(v)
 	}
-	return bits.RotateLeft64(h, 7) ^ x
+	return uint64(len(v)) << 60
+}
+
+// leaf2Sum is a scan's checksum of one key's duplicates: the key's value j
+// goes into lane j mod 4 with a rotate and an xor. Each lane is order- and
+// value-sensitive, and a loop over a flat run of values keeps four
+// independent chains, so the scan rows time the reads rather than the check
+// (one chain costs about as much per value as a LEAF2 read).
+type leaf2Sum struct {
+	l [4]uint64
+	n int
+}
+
+func (s *leaf2Sum) add(v []byte) {
+	j := s.n & 3
+	s.l[j] = bits.RotateLeft64(s.l[j], 7) ^ leaf2Word(v)
+	s.n++
+}
+
+// addFlat adds the back-to-back 8-byte values of b (len a multiple of 8).
+func (s *leaf2Sum) addFlat(b []byte) {
+	for len(b) >= 8 && s.n&3 != 0 {
+		s.add(b[:8])
+		b = b[8:]
+	}
+	l0, l1, l2, l3 := s.l[0], s.l[1], s.l[2], s.l[3]
+	n := 0
+	for ; len(b) >= 32; b = b[32:] {
+		l0 = bits.RotateLeft64(l0, 7) ^ binary.LittleEndian.Uint64(b[0:8])
+		l1 = bits.RotateLeft64(l1, 7) ^ binary.LittleEndian.Uint64(b[8:16])
+		l2 = bits.RotateLeft64(l2, 7) ^ binary.LittleEndian.Uint64(b[16:24])
+		l3 = bits.RotateLeft64(l3, 7) ^ binary.LittleEndian.Uint64(b[24:32])
+		n += 4
+	}
+	s.l = [4]uint64{l0, l1, l2, l3}
+	s.n += n
+	for len(b) >= 8 {
+		s.add(b[:8])
+		b = b[8:]
+	}
+}
+
+// fold mixes the finished key's sum (its lanes and value count) into h and
+// clears s for the next key.
+func (s *leaf2Sum) fold(h uint64) uint64 {
+	for _, l := range s.l {
+		h = (h ^ l) * 0x9e3779b97f4a7c15
+	}
+	h = (h ^ uint64(s.n)) * 0x9e3779b97f4a7c15
+	*s = leaf2Sum{}
+	return h
 }
 
 // leaf2DB is one layout's environment during a round.
@@ -126,11 +187,13 @@ func newLeaf2DB(c *Config, sz leaf2Sizes, flags uint) (*leaf2DB, error) {
 		d.keys = append(d.keys, leaf2Key(nil, k)...)
 	}
 	var vb [8]byte
+	var sum leaf2Sum
 	for k := 0; k < sz.Keys; k++ {
 		d.want = foldKey(d.want, d.key(k))
 		for i := 0; i < sz.Dups; i++ {
-			d.want = leaf2Fold(d.want, leaf2Val(vb[:], k, 2*i))
+			sum.add(leaf2Val(vb[:], k, 2*i))
 		}
+		d.want = sum.fold(d.want)
 	}
 	env, err := ourslmdb.NewEnv()
 	if err != nil {
@@ -314,26 +377,28 @@ const (
 	leaf2ScanNextDup = iota
 	leaf2ScanListDup
 	leaf2ScanListFixed
+	leaf2ScanListRuns
 	leaf2ScanMultiple
 )
 
 // scanPass reads every value of dbi once in the given mode and returns the
 // checksum (keys and values) and the value count.
 func (d *leaf2DB) scanPass(cur *ourslmdb.Cursor, mode int, vals [][]byte, flat []byte) (h uint64, n int, _ [][]byte, _ []byte, err error) {
+	var sum leaf2Sum
 	k, v, err := cur.Get(nil, nil, ourslmdb.First)
 	for err == nil {
 		h = foldKey(h, k)
 		switch mode {
 		case leaf2ScanNextDup:
 			for err == nil {
-				h = leaf2Fold(h, v)
+				sum.add(v)
 				n++
 				_, v, err = cur.Get(nil, nil, ourslmdb.NextDup)
 			}
 		case leaf2ScanListDup:
 			vals, err = cur.ListDupInto(vals)
 			for _, v := range vals {
-				h = leaf2Fold(h, v)
+				sum.add(v)
 			}
 			n += len(vals)
 		case leaf2ScanListFixed:
@@ -342,19 +407,28 @@ func (d *leaf2DB) scanPass(cur *ourslmdb.Cursor, mode int, vals [][]byte, flat [
 			if err == nil && (stride != 8 || len(flat)%8 != 0) {
 				return h, n, vals, flat, fmt.Errorf("ListDupFixed: %d bytes, stride %d: want 8-byte values", len(flat), stride)
 			}
-			for o := 0; o+8 <= len(flat); o += 8 {
-				h = leaf2Fold(h, flat[o:o+8])
-			}
+			sum.addFlat(flat)
 			n += len(flat) / 8
+		case leaf2ScanListRuns:
+			var stride int
+			vals, stride, err = cur.ListDupRuns(vals) // vals holds the runs here
+			if err == nil && stride != 8 {
+				return h, n, vals, flat, fmt.Errorf("ListDupRuns: stride %d: want 8-byte values", stride)
+			}
+			for _, run := range vals {
+				if len(run)%8 != 0 {
+					return h, n, vals, flat, fmt.Errorf("ListDupRuns: a run of %d bytes: want 8-byte values", len(run))
+				}
+				sum.addFlat(run)
+				n += len(run) / 8
+			}
 		case leaf2ScanMultiple:
 			_, v, err = cur.Get(nil, nil, ourslmdb.GetMultiple)
 			for err == nil {
 				if len(v) == 0 || len(v)%8 != 0 {
 					return h, n, vals, flat, fmt.Errorf("GET_MULTIPLE returned %d bytes: want a multiple of 8", len(v))
 				}
-				for o := 0; o < len(v); o += 8 {
-					h = leaf2Fold(h, v[o:o+8])
-				}
+				sum.addFlat(v)
 				n += len(v) / 8
 				_, v, err = cur.Get(nil, nil, ourslmdb.NextMultiple)
 			}
@@ -362,6 +436,7 @@ func (d *leaf2DB) scanPass(cur *ourslmdb.Cursor, mode int, vals [][]byte, flat [
 		if err != nil && !ourslmdb.IsNotFound(err) {
 			return h, n, vals, flat, err
 		}
+		h = sum.fold(h)
 		k, v, err = cur.Get(nil, nil, ourslmdb.NextNoDup)
 	}
 	if !ourslmdb.IsNotFound(err) {
@@ -548,14 +623,15 @@ func (d *leaf2DB) run(p leaf2Plans) ([]float64, error) {
 		return nil, err
 	}
 	out[0] = nsPer(el, n)
-	if out[7], err = d.footprint(); err != nil {
+	if out[8], err = d.footprint(); err != nil {
 		return nil, err
 	}
 	if el, err = d.lookups(p.lookups); err != nil {
 		return nil, err
 	}
-	out[6] = nsPer(el, len(p.lookups))
-	for _, mm := range [][2]int{{3, leaf2ScanNextDup}, {4, leaf2ScanListDup}, {5, leaf2ScanListFixed}} {
+	out[7] = nsPer(el, len(p.lookups))
+	for _, mm := range [][2]int{{3, leaf2ScanNextDup}, {4, leaf2ScanListDup}, {5, leaf2ScanListFixed},
+		{6, leaf2ScanListRuns}} {
 		m, mode := mm[0], mm[1]
 		if el, err = d.scans(d.dbi, mode); err != nil {
 			return nil, fmt.Errorf("%s: %w", leaf2Metrics[m].name, err)
@@ -566,7 +642,7 @@ func (d *leaf2DB) run(p leaf2Plans) ([]float64, error) {
 		if el, err = d.scans(d.dbi, leaf2ScanMultiple); err != nil {
 			return nil, err
 		}
-		out[8] = ms(el) / float64(d.sz.Passes)
+		out[9] = ms(el) / float64(d.sz.Passes)
 	}
 	if el, err = d.interior(p.inserts); err != nil {
 		return nil, err
@@ -580,7 +656,7 @@ func (d *leaf2DB) run(p leaf2Plans) ([]float64, error) {
 		if el, err = d.multiPut(); err != nil {
 			return nil, err
 		}
-		out[9] = float64(n) / el.Seconds() / 1e6
+		out[10] = float64(n) / el.Seconds() / 1e6
 	}
 	return out, nil
 }
@@ -604,7 +680,7 @@ func runLeaf2(c *Config) (*Table, error) {
 		v, err := leaf2Round(c, sz, flags[side], plan)
 		if err == nil {
 			c.Logf("  round %d/%d %s: append %s ns/value, list_dup %s ns/value, %s bytes/value",
-				r+1, sz.Rounds, t.Sides[side], FormatNum(v[0]), FormatNum(v[4]), FormatNum(v[7]))
+				r+1, sz.Rounds, t.Sides[side], FormatNum(v[0]), FormatNum(v[4]), FormatNum(v[8]))
 		}
 		return v, err
 	}, nil)
@@ -617,12 +693,12 @@ func runLeaf2(c *Config) (*Table, error) {
 			continue
 		}
 		rsize := size
-		switch m {
-		case 1, 2:
+		switch mt.per {
+		case leaf2PerInsert:
 			rsize += fmt.Sprintf(", %s values", Comma(len(plan.inserts)))
-		case 3, 4, 5, 8:
+		case leaf2PerPass:
 			rsize += fmt.Sprintf(", %d passes", sz.Passes)
-		case 6:
+		case leaf2PerLookup:
 			rsize += fmt.Sprintf(", %s lookups", Comma(len(plan.lookups)))
 		}
 		if mt.leaf2Only {
@@ -634,10 +710,10 @@ func runLeaf2(c *Config) (*Table, error) {
 	t.Notes = []string{
 		"Both columns run on this module: the left one a DUPSORT|MDB_COUNTED|MDB_PREFIX_COMPRESSION DBI, the right one the same with DUPFIXED (LEAF2 pages for the duplicates). The ratio is left / right, so above 1x the DUPFIXED layout is faster (or, for the footprint, smaller); the two DUPFIXED-only rows have no left value.",
 		fmt.Sprintf("DLMDB's leaf2_bench workload: 16-byte keys, %s 8-byte values per key (k << 32 | 2i, big-endian), %d GiB map, NOSYNC|NOMETASYNC|NOLOCK. "+
-			"One round of one layout is the whole sequence on a fresh environment: ascending puts in %s-value txns; the footprint (dlmdb.Footprint: the DBI's pages, duplicate sub-trees included, × page size / values); %s MDB_GET_BOTH lookups of random pairs (every eighth an absent odd value); %d scan passes each of First/NextNoDup with NEXT_DUP per value, of one ListDupInto per key, of one ListDupFixed per key and (DUPFIXED) of GET_MULTIPLE/NEXT_MULTIPLE; "+
+			"One round of one layout is the whole sequence on a fresh environment: ascending puts in %s-value txns; the footprint (dlmdb.Footprint: the DBI's pages, duplicate sub-trees included, × page size / values); %s MDB_GET_BOTH lookups of random pairs (every eighth an absent odd value); %d scan passes each of First/NextNoDup with NEXT_DUP per value, of one ListDupInto per key, of one ListDupFixed per key (a flat copy unless the values fill one page), of one ListDupRuns per key (runs left in the map, or in the cursor's decode storage for prefix-compressed values) and (DUPFIXED) of GET_MULTIPLE/NEXT_MULTIPLE; "+
 			"%s random interior inserts of odd values between existing ones in one txn, then their exact delete (key and value) in one txn; (DUPFIXED) the same data again into a second DBI with one MDB_MULTIPLE put (Cursor.PutMulti) per key, in %s-value txns. Write timers cover the operations, not the commits. %d alternating rounds (A B, B A, …), all kept.",
 			Comma(sz.Dups), sz.MapSize>>30, Comma(sz.TxnVals), Comma(len(plan.lookups)), sz.Passes, Comma(len(plan.inserts)), Comma(sz.TxnVals), sz.Rounds),
-		"Every round verifies outside the timers: value counts after each write phase, the checksum (a rotate and an xor per value, folded inside the scan loops) and count of every scan pass against the model, GET_BOTH found/absent counts, the order around inserted values, a full scan after the deletes, the MDB_MULTIPLE DBI's count and a GET_MULTIPLE scan of it.",
+		"Every round verifies outside the timers: value counts after each write phase, the checksum (a rotate and an xor per value into one of four lanes per key, folded inside the scan loops) and count of every scan pass against the model, GET_BOTH found/absent counts, the order around inserted values, a full scan after the deletes, the MDB_MULTIPLE DBI's count and a GET_MULTIPLE scan of it.",
 		"DLMDB's reference (C, Apple M3 Pro, 16 KiB pages; DUPFIXED over prefix DUPSORT): append 2.03x, interior insert 1.67x, exact delete 4.27x, scalar scan 1.72x, list_dup 17.6x, GET_BOTH 2.99x, footprint 16.23 vs 20.23 bytes/value; GET_MULTIPLE scan of all values 0.434 ms; MDB_MULTIPLE put of 256 × 4,096 values 344.6 M values/s.",
 	}
 	return t, nil

@@ -119,6 +119,53 @@ func (c *Cursor) listFixedValues(dst [][]byte) (out [][]byte, ok bool, err error
 	return out, true, err
 }
 
+// ListDupRuns returns the values of the key under the cursor of a
+// DupFixed database as runs: each run holds back-to-back values of stride
+// bytes, in order, and together they are the key's values (what
+// ListDupFixed joins into one slice). With RawRead nothing is copied: a run
+// is a view of a page of the map (a LEAF2 page of a sub-tree, or an inline
+// sub-page), or of the cursor's decode storage for values of a
+// prefix-compressed database, valid as for ListDup and until the cursor's
+// next call. Without RawRead the runs share one new copy of the values,
+// which the caller owns. The run headers are appended to dst[:0]. A key
+// with a single value gives one run, stride its length. Values of
+// different sizes (a database without DupFixed) give Incompatible.
+//
+// Use it to read large DupFixed sets without copying them: one engine call
+// per key, then a loop over each run.
+//
+// See mdb_cursor_list_dup.
+func (c *Cursor) ListDupRuns(dst [][]byte) (runs [][]byte, stride int, err error) {
+	if err := c.live("mdb_cursor_list_dup"); err != nil {
+		return dst[:0], 0, err
+	}
+	s0 := c.txn.calls()
+	r := C.dlmdbgo_list_dup_fixed(c.ch())
+	if r.rc != 0 {
+		if r.rc == C.MDB_NOTFOUND {
+			return dst[:0], 0, notFoundListDup
+		}
+		return dst[:0], 0, codeError("mdb_cursor_list_dup", r.rc)
+	}
+	cr := unsafe.Slice(r.vals, int(r.count))
+	runs = slices.Grow(dst[:0], len(cr))
+	var buf []byte
+	if !c.txn.RawRead {
+		buf = make([]byte, 0, int(r.total))
+	}
+	for i := range cr {
+		run := mapView((*C.char)(cr[i].mv_data), cr[i].mv_size)
+		if buf != nil {
+			off := len(buf)
+			buf = append(buf, run...)
+			run = buf[off:len(buf):len(buf)]
+		}
+		runs = append(runs, run)
+	}
+	runs, err = c.listRead(s0, runs)
+	return runs, int(r.width), err
+}
+
 // listRead ends ListDup: the descriptors (and without RawRead the values)
 // were read after the call, so no other goroutine may have got into the
 // transaction since (Txn.copiedAlone).

@@ -24,7 +24,7 @@ var listDupKinds = []struct {
 	{"reversedup", DupSort | ReverseDup, 0},
 }
 
-// TestCursorListDup: ListDup, ListDupInto and ListDupFixed against a model
+// TestCursorListDup: ListDup, ListDupInto, ListDupFixed and ListDupRuns against a model
 // of every key (1 to 2,000 values: single values, sub-pages and sub-trees of
 // several pages), with and without RawRead, from the first, a middle and the
 // last value, with the cursor where it was afterwards; inside the write txn
@@ -51,7 +51,7 @@ func TestCursorListDup(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer cur.Close()
-				var reuse [][]byte
+				var reuse, reuseRuns [][]byte
 				var reuseFlat []byte
 				for _, k := range keys {
 					want := model[k]
@@ -113,6 +113,32 @@ func TestCursorListDup(t *testing.T) {
 						t.Fatalf("ListDupFixed %s: stride %d, want %d", k, stride, kind.fixed)
 					default:
 						reuseFlat = flat
+					}
+					runs, rstride, err := cur.ListDupRuns(reuseRuns)
+					switch {
+					case width < 0:
+						if !IsErrno(err, Incompatible) {
+							t.Fatalf("ListDupRuns %s (values of several sizes): %d runs, %v; want Incompatible",
+								k, len(runs), err)
+						}
+					case err != nil || rstride != width:
+						t.Fatalf("ListDupRuns %s: %d runs, stride %d, %v; want stride %d", k, len(runs), rstride,
+							err, width)
+					default:
+						for i, run := range runs {
+							if len(run) == 0 || len(run)%width != 0 {
+								t.Fatalf("ListDupRuns %s: run %d of %d bytes, stride %d", k, i, len(run), width)
+							}
+						}
+						if j := bytes.Join(runs, nil); !bytes.Equal(j, bytes.Join(want, nil)) {
+							t.Fatalf("ListDupRuns %s: %d runs of %d bytes, want the %d values (%d bytes)", k,
+								len(runs), len(j), len(want), len(want)*width)
+						}
+						if kind.fixed > 0 && len(want) >= 2*4096/kind.fixed && len(runs) < 2 {
+							t.Fatalf("ListDupRuns %s: %d values of a multi-page sub-tree in %d run", k, len(want),
+								len(runs))
+						}
+						reuseRuns = runs
 					}
 				}
 			}
@@ -310,6 +336,38 @@ func TestCursorListDupAllocs(t *testing.T) {
 		})
 		if err != nil || len(vals) != 500 || allocs != 0 {
 			t.Errorf("ListDupInto with RawRead: %v allocations per call, %d values, %v", allocs, len(vals), err)
+		}
+		return nil
+	})
+	// ListDupRuns over a DupFixed sub-tree of several pages: views only
+	fix := openDB(t, env, "f", DupSort|DupFixed)
+	mustUpdate(t, env, func(txn *Txn) error {
+		for i := 0; i < 3000; i++ {
+			if err := txn.Put(fix, []byte("key"), []byte(fmt.Sprintf("%08d", i)), 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	mustView(t, env, func(txn *Txn) error {
+		txn.RawRead = true
+		c, err := txn.OpenCursor(fix)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if _, _, err := c.Get([]byte("key"), nil, Set); err != nil {
+			return err
+		}
+		runs, _, err := c.ListDupRuns(nil)
+		if err != nil || len(runs) < 2 {
+			t.Fatalf("ListDupRuns: %d runs, %v; want several pages", len(runs), err)
+		}
+		allocs := testing.AllocsPerRun(100, func() {
+			runs, _, err = c.ListDupRuns(runs)
+		})
+		if n := len(bytes.Join(runs, nil)); err != nil || n != 3000*8 || allocs != 0 {
+			t.Errorf("ListDupRuns with RawRead: %v allocations per call, %d bytes, %v", allocs, n, err)
 		}
 		return nil
 	})

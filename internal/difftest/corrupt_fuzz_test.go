@@ -1524,6 +1524,12 @@ func (x *corruptRun) readDups(cur *lmdb.Cursor, h dbHandle) {
 					(stride == 0 && len(flat) != 0)) {
 					x.t.Fatalf("ListDupFixed: %d bytes of stride %d, Count %d, no error", len(flat), stride, cnt)
 				}
+				runs, rstride, rerr := cur.ListDupRuns(nil)
+				x.lmdbErr("listdup", rerr)
+				if ferr == nil && rerr == nil && (rstride != stride || !bytes.Equal(bytes.Join(runs, nil), flat)) {
+					x.t.Fatalf("ListDupRuns: %d runs of stride %d, not ListDupFixed's %d bytes of stride %d",
+						len(runs), rstride, len(flat), stride)
+				}
 			}
 			x.walk(cur, lmdb.LastDup, lmdb.PrevDup, "prevdup", &h, -1, true)
 			x.walk(cur, lmdb.FirstDup, lmdb.NextDup, "nextdup", &h, 1, true)
