@@ -391,6 +391,11 @@ static int seek_fast_miss(MDB_cursor *mc, const MDB_val *key)
 		return 0;
 	if (n == 0)
 		return 1;
+	/* below the root only the rightmost leaf can answer (with the key
+	 * above its last key): anywhere else no key need be compared */
+	for (unsigned l = 0; l < mc->c_top; l++)
+		if (mc->c_ki[l] + 1u < dl_pg_nkeys(mc->c_pg[l]))
+			return 0;
 	/* unchecked edge nodes: let the search meet (and report) the damage */
 	if (!dl_node_in_page(p, 0, mc->c_bound) || !dl_node_in_page(p, n - 1, mc->c_bound))
 		return 0;
@@ -405,9 +410,6 @@ static int seek_fast_miss(MDB_cursor *mc, const MDB_val *key)
 		if (mc->c_dbx->x_cmp(key, &edge) <= 0)
 			return 0;
 	}
-	for (unsigned l = 0; l < mc->c_top; l++)
-		if (mc->c_ki[l] + 1u < dl_pg_nkeys(mc->c_pg[l]))
-			return 0;
 	return 1;
 }
 
