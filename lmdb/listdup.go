@@ -62,23 +62,35 @@ func (c *Cursor) ListDupInto(dst [][]byte) ([][]byte, error) {
 		}
 		return dst[:0], codeError("mdb_cursor_list_dup", r.rc)
 	}
-	vals := unsafe.Slice(r.vals, int(r.count))
-	out := dst[:0]
+	return c.listRead(s0, c.descSlices(unsafe.Slice(r.vals, int(r.count)), int(r.total), dst[:0]))
+}
+
+// descSlices appends the engine's descriptors (total bytes together) to
+// out: with RawRead as views, otherwise as slices of one new copy.
+func (c *Cursor) descSlices(descs []C.MDB_val, total int, out [][]byte) [][]byte {
 	if c.txn.RawRead {
-		for i := range vals {
-			out = append(out, mapView((*C.char)(vals[i].mv_data), vals[i].mv_size))
+		for i := range descs {
+			out = append(out, mapView((*C.char)(descs[i].mv_data), descs[i].mv_size))
 		}
-		return c.listRead(s0, out)
+		return out
 	}
-	buf := make([]byte, int(r.total))
+	buf := make([]byte, total)
 	off := 0
-	for i := range vals {
-		n := int(vals[i].mv_size)
-		copy(buf[off:off+n], mapView((*C.char)(vals[i].mv_data), vals[i].mv_size))
+	for i := range descs {
+		n := int(descs[i].mv_size)
+		copy(buf[off:off+n], mapView((*C.char)(descs[i].mv_data), descs[i].mv_size))
 		out = append(out, buf[off:off+n:off+n])
 		off += n
 	}
-	return c.listRead(s0, out)
+	return out
+}
+
+// fixedRunsError is the error of a failed mdb_cursor_list_dup_fixed.
+func fixedRunsError(rc C.int) error {
+	if rc == C.MDB_NOTFOUND {
+		return notFoundListDup
+	}
+	return codeError("mdb_cursor_list_dup", rc)
 }
 
 // listFixedValues is ListDupInto on a DupFixed database: the engine hands
@@ -92,10 +104,7 @@ func (c *Cursor) listFixedValues(dst [][]byte) (out [][]byte, ok bool, err error
 		return dst[:0], false, nil
 	}
 	if r.rc != 0 {
-		if r.rc == C.MDB_NOTFOUND {
-			return dst[:0], true, notFoundListDup
-		}
-		return dst[:0], true, codeError("mdb_cursor_list_dup", r.rc)
+		return dst[:0], true, fixedRunsError(r.rc)
 	}
 	runs := unsafe.Slice(r.vals, int(r.count))
 	w := int(r.width)
@@ -136,34 +145,27 @@ func (c *Cursor) listFixedValues(dst [][]byte) (out [][]byte, ok bool, err error
 //
 // See mdb_cursor_list_dup.
 func (c *Cursor) ListDupRuns(dst [][]byte) (runs [][]byte, stride int, err error) {
-	if err := c.live("mdb_cursor_list_dup"); err != nil {
+	cr, stride, total, s0, err := c.fixedRuns()
+	if err != nil {
 		return dst[:0], 0, err
 	}
-	s0 := c.txn.calls()
+	runs, err = c.listRead(s0, c.descSlices(cr, total, slices.Grow(dst[:0], len(cr))))
+	return runs, stride, err
+}
+
+// fixedRuns asks the engine for the runs of the cursor's values
+// (mdb_cursor_list_dup_fixed): the cursor-owned descriptors, the values'
+// width, their total bytes and the txn's call count before the call.
+func (c *Cursor) fixedRuns() (runs []C.MDB_val, width, total int, s0 uint32, err error) {
+	if err := c.live("mdb_cursor_list_dup"); err != nil {
+		return nil, 0, 0, 0, err
+	}
+	s0 = c.txn.calls()
 	r := C.dlmdbgo_list_dup_fixed(c.ch())
 	if r.rc != 0 {
-		if r.rc == C.MDB_NOTFOUND {
-			return dst[:0], 0, notFoundListDup
-		}
-		return dst[:0], 0, codeError("mdb_cursor_list_dup", r.rc)
+		return nil, 0, 0, s0, fixedRunsError(r.rc)
 	}
-	cr := unsafe.Slice(r.vals, int(r.count))
-	runs = slices.Grow(dst[:0], len(cr))
-	var buf []byte
-	if !c.txn.RawRead {
-		buf = make([]byte, 0, int(r.total))
-	}
-	for i := range cr {
-		run := mapView((*C.char)(cr[i].mv_data), cr[i].mv_size)
-		if buf != nil {
-			off := len(buf)
-			buf = append(buf, run...)
-			run = buf[off:len(buf):len(buf)]
-		}
-		runs = append(runs, run)
-	}
-	runs, err = c.listRead(s0, runs)
-	return runs, int(r.width), err
+	return unsafe.Slice(r.vals, int(r.count)), int(r.width), int(r.total), s0, nil
 }
 
 // listRead ends ListDup: the descriptors (and without RawRead the values)
@@ -191,19 +193,10 @@ func (c *Cursor) listRead(s0 uint32, out [][]byte) ([][]byte, error) {
 //
 // See mdb_cursor_list_dup.
 func (c *Cursor) ListDupFixed(dst []byte) (vals []byte, stride int, err error) {
-	if err := c.live("mdb_cursor_list_dup"); err != nil {
+	runs, stride, total, s0, err := c.fixedRuns()
+	if err != nil {
 		return dst[:0], 0, err
 	}
-	s0 := c.txn.calls()
-	r := C.dlmdbgo_list_dup_fixed(c.ch())
-	if r.rc != 0 {
-		if r.rc == C.MDB_NOTFOUND {
-			return dst[:0], 0, notFoundListDup
-		}
-		return dst[:0], 0, codeError("mdb_cursor_list_dup", r.rc)
-	}
-	runs := unsafe.Slice(r.vals, int(r.count))
-	stride = int(r.width)
 	if c.fixView != 0 && cap(dst) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(dst))) == c.fixView {
 		dst = nil // the last result was a view of a page: not ours to write
 	}
@@ -212,7 +205,7 @@ func (c *Cursor) ListDupFixed(dst []byte) (vals []byte, stride int, err error) {
 		vals = mapView((*C.char)(runs[0].mv_data), runs[0].mv_size)
 		c.fixView = uintptr(runs[0].mv_data)
 	} else {
-		vals = slices.Grow(dst[:0], int(r.total))
+		vals = slices.Grow(dst[:0], total)
 		for i := range runs {
 			vals = append(vals, mapView((*C.char)(runs[i].mv_data), runs[i].mv_size)...)
 		}
