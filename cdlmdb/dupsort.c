@@ -146,10 +146,15 @@ static inline __attribute__((always_inline)) int item_key(MDB_cursor *c, MDB_val
 		}
 		return 0;
 	}
-	unsigned off = dl_pg_slot(p, i), lim = dl_pg_node_lim(p, c->c_bound);
+	unsigned off = dl_pg_slot(p, i);
+	dl_node *n = (dl_node *)((char *)p + off);
+	/* a step through the values of one key asks again for the same
+	 * (prefix-compressed) key: held in full, and checked when it was read */
+	if (key && dl_pg_prefix(p) && dl_cur_key_held(c, p, n, key))
+		return 0;
+	unsigned lim = dl_pg_node_lim(p, c->c_bound);
 	if (DL_UNLIKELY(off < p->p_upper || off + DL_NODEHDR > lim))
 		return DL_TXN_FAIL(c->c_txn, MDB_CORRUPTED);
-	dl_node *n = (dl_node *)((char *)p + off);
 	size_t after = (n->n_flags & DL_N_BIG) ? sizeof(pgno_t) : dl_node_dsize(n);
 	if (DL_UNLIKELY(off + DL_NODEHDR + n->n_ksize + after > lim || n->n_ksize > DL_MAXKEY))
 		return DL_TXN_FAIL(c->c_txn, MDB_CORRUPTED);

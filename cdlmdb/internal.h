@@ -398,6 +398,13 @@ struct MDB_cursor {
 	const dl_page *c_kpage;
 	uint64_t c_kgen, c_kpgen;
 	unsigned c_kvalid;
+	/* in a read-only txn, and while c_kpage holds: c_kbuf holds the
+	 * whole key (c_klen bytes) of node c_knode of that page, so asking
+	 * again for the same node (a step through its duplicates) copies
+	 * nothing.  Write txns never take this path: inside one write op a
+	 * node's address may hold another key after the page changed. */
+	const dl_node *c_knode;
+	unsigned c_klen;
 	unsigned c_top;		/* index of the leaf level in c_pg */
 	unsigned c_depth;	/* entries in c_pg (0 = not positioned) */
 	/* cursor reuse (search.c, DL_NEAR...): where the last search through
@@ -785,11 +792,24 @@ static inline void dl_leaf_key(const dl_page *p, const dl_node *n, MDB_val *k, u
 	k->mv_size = s + n->n_ksize;
 	k->mv_data = buf;
 }
+/** 1 and *k set when mc's c_kbuf holds the whole key of node n of page p
+ *  (c_knode, read-only txns only): that node was read, and checked, by an
+ *  earlier call on the same unchanged page, so nothing needs doing again. */
+static inline __attribute__((always_inline)) int dl_cur_key_held(MDB_cursor *mc, const dl_page *p, const dl_node *n, MDB_val *k)
+{
+	const MDB_txn *txn = mc->c_txn;
+	if (mc->c_knode != n || mc->c_kpage != p || !(txn->t_flags & DL_T_RDONLY) ||
+	    mc->c_kgen != txn->t_gen || mc->c_kpgen != txn->t_pgen)
+		return 0;
+	k->mv_size = mc->c_klen;
+	k->mv_data = mc->c_kbuf;
+	return 1;
+}
 /** Key of leaf node n of PREFIX page p for cursor mc's caller: in place,
  *  or decoded into mc->c_kbuf.  A step to a neighbour on the same page
  *  copies only the anchor bytes the buffer does not hold yet and the
  *  suffix (O(suffix) for keys sharing alike).  n passed dl_pfx_node_ok. */
-static inline void dl_cur_key(MDB_cursor *mc, const dl_page *p, const dl_node *n, MDB_val *k)
+static inline __attribute__((always_inline)) void dl_cur_key(MDB_cursor *mc, const dl_page *p, const dl_node *n, MDB_val *k)
 {
 	unsigned s = dl_node_shared(n);
 	if (!s) {
@@ -797,6 +817,8 @@ static inline void dl_cur_key(MDB_cursor *mc, const dl_page *p, const dl_node *n
 		k->mv_data = dl_node_key(n);
 		return;
 	}
+	if (dl_cur_key_held(mc, p, n, k))
+		return;
 	const MDB_txn *txn = mc->c_txn;
 	unsigned have = (mc->c_kpage == p && mc->c_kgen == txn->t_gen && mc->c_kpgen == txn->t_pgen)
 		? mc->c_kvalid : 0;
@@ -807,7 +829,9 @@ static inline void dl_cur_key(MDB_cursor *mc, const dl_page *p, const dl_node *n
 	mc->c_kgen = txn->t_gen;
 	mc->c_kpgen = txn->t_pgen;
 	mc->c_kvalid = s;
-	k->mv_size = s + n->n_ksize;
+	mc->c_knode = n;
+	mc->c_klen = s + n->n_ksize;
+	k->mv_size = mc->c_klen;
 	k->mv_data = mc->c_kbuf;
 }
 /** Does page p, reached by a cursor of a tree with record db, carry the

@@ -327,6 +327,7 @@ static int read_begin(MDB_txn *txn)
 		txn->t_slot->r_tid = (uint64_t)pthread_self();
 	}
 	__atomic_store_n(&txn->t_intr_own, 0, __ATOMIC_RELAXED);	/* a renew starts afresh */
+	txn->t_gen++;	/* nothing decoded from the old snapshot's pages is reused (dl_cur_key) */
 	rc = txn_snapshot(txn);
 	if (rc) {
 		if (txn->t_slot)

@@ -612,6 +612,132 @@ static void test_lcp(void)
 	}
 }
 
+/* A read-only cursor hands back a prefix-compressed key it already holds
+ * in full when asked for the same node again (steps through one key's
+ * duplicates).  Random cursor ops on a DUPSORT prefix DBI in read txns,
+ * each answer against the model; the txn is reset and renewed around
+ * writers that rewrite every key, so a node address the cursor read last
+ * holds another key afterwards. */
+#define HK_KEYS 400
+static unsigned hk_dups(unsigned round, unsigned k) { (void)round; return 1 + k * 7 % 6; }
+static int hk_key(unsigned round, unsigned k, char *out)
+{
+	return snprintf(out, 64, "held/key/with/a/long/shared/prefix/%05u", k + 10000 * round);
+}
+static int hk_val(unsigned round, unsigned k, unsigned d, char *out)
+{
+	return snprintf(out, 80, "value-prefix-shared-by-all-duplicates-%u-%05u-%02u", round, k, d);
+}
+static void hk_write(MDB_env *env, MDB_dbi dbi, unsigned round)
+{
+	MDB_txn *txn;
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	MUST(mdb_drop(txn, dbi, 0));
+	for (unsigned k = 0; k < HK_KEYS; k++)
+		for (unsigned d = 0; d < hk_dups(round, k); d++) {
+			char kb[64], vb[80];
+			MDB_val kv = {(size_t)hk_key(round, k, kb), kb}, vv = {(size_t)hk_val(round, k, d, vb), vb};
+			MUST(mdb_put(txn, dbi, &kv, &vv, 0));
+		}
+	MUST(mdb_txn_commit(txn));
+}
+static int hk_is(unsigned round, unsigned k, unsigned d, const MDB_val *kv, const MDB_val *vv)
+{
+	char kb[64], vb[80];
+	int kl = hk_key(round, k, kb), vl = hk_val(round, k, d, vb);
+	return kv->mv_size == (size_t)kl && !memcmp(kv->mv_data, kb, (size_t)kl) &&
+		vv->mv_size == (size_t)vl && !memcmp(vv->mv_data, vb, (size_t)vl);
+}
+static void test_held_key(uint64_t seed)
+{
+	tu_fresh_dir(DIR);
+	MDB_env *env;
+	MDB_txn *txn, *rtx;
+	MDB_dbi dbi;
+	MDB_cursor *c;
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_set_mapsize(env, 64u << 20));
+	MUST(mdb_env_set_maxdbs(env, 2));
+	MUST(mdb_env_open(env, DIR, MDB_NOSYNC, 0644));
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	MUST(mdb_dbi_open(txn, "held", MDB_CREATE | MDB_DUPSORT | MDB_PREFIX_COMPRESSION, &dbi));
+	MUST(mdb_txn_commit(txn));
+	hk_write(env, dbi, 0);
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &rtx));
+	MUST(mdb_cursor_open(rtx, dbi, &c));
+	uint64_t s = seed;
+	unsigned mismatches = 0;
+	for (unsigned round = 0; round < 6; round++) {
+		unsigned k = 0, d = 0;
+		MDB_val kv, vv;
+		EXPECT_RC(mdb_cursor_get(c, &kv, &vv, MDB_FIRST), 0);
+		for (unsigned step = 0; step < 4000; step++) {
+			unsigned nd = hk_dups(round, k);
+			int op = (int)tu_below(&s, 8), rc;
+			switch (op) {
+			case 0: case 1: case 2:	/* mostly steps through duplicates */
+				rc = mdb_cursor_get(c, &kv, &vv, MDB_NEXT);
+				if (d + 1 < nd) d++;
+				else if (k + 1 < HK_KEYS) k++, d = 0;
+				else { EXPECT_RC(rc, MDB_NOTFOUND); rc = mdb_cursor_get(c, &kv, &vv, MDB_FIRST); k = d = 0; }
+				break;
+			case 3:
+				rc = mdb_cursor_get(c, &kv, &vv, MDB_PREV);
+				if (d > 0) d--;
+				else if (k > 0) k--, d = hk_dups(round, k) - 1;
+				else { EXPECT_RC(rc, MDB_NOTFOUND); rc = mdb_cursor_get(c, &kv, &vv, MDB_LAST);
+					k = HK_KEYS - 1; d = hk_dups(round, k) - 1; }
+				break;
+			case 4:
+				rc = mdb_cursor_get(c, &kv, &vv, MDB_GET_CURRENT);
+				break;
+			case 5:
+			{
+				int last = (int)tu_below(&s, 2);
+				rc = mdb_cursor_get(c, &kv, &vv, last ? MDB_LAST_DUP : MDB_FIRST_DUP);
+				d = last ? nd - 1 : 0;
+				break;
+			}
+			case 6: {
+				char kb[64];
+				k = tu_below(&s, HK_KEYS);
+				d = 0;
+				kv.mv_size = (size_t)hk_key(round, k, kb);
+				kv.mv_data = kb;
+				rc = mdb_cursor_get(c, &kv, &vv, MDB_SET_KEY);
+				break;
+			}
+			default:
+				rc = mdb_cursor_get(c, &kv, &vv, MDB_NEXT_NODUP);
+				if (k + 1 < HK_KEYS) k++, d = 0;
+				else { EXPECT_RC(rc, MDB_NOTFOUND); rc = mdb_cursor_get(c, &kv, &vv, MDB_FIRST); k = d = 0; }
+				break;
+			}
+			EXPECT_RC(rc, 0);
+			if (!hk_is(round, k, d, &kv, &vv) && mismatches++ < 5)
+				fprintf(stderr, "held key round %u step %u op %d: want key %u dup %u, got %.*s / %.*s\n",
+					round, step, op, k, d, (int)kv.mv_size, (char *)kv.mv_data,
+					(int)vv.mv_size, (char *)vv.mv_data);
+		}
+		/* the reader lets go; writers rewrite every key three times, so
+		 * the page the cursor read last holds other keys of the same
+		 * sizes at the same offsets (this layout reuses the first leaf's
+		 * page number every third write) */
+		EXPECT_RC(mdb_cursor_get(c, &kv, &vv, MDB_FIRST), 0);
+		EXPECT(hk_is(round, 0, 0, &kv, &vv));
+		mdb_txn_reset(rtx);
+		for (int w = 0; w < 3; w++)
+			hk_write(env, dbi, round + 1);
+		MUST(mdb_txn_renew(rtx));
+		MUST(mdb_cursor_renew(rtx, c));
+	}
+	EXPECT(mismatches == 0);
+	mdb_cursor_close(c);
+	mdb_txn_abort(rtx);
+	check(env);
+	mdb_env_close(env);
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 20261202;
@@ -622,6 +748,7 @@ int main(int argc, char **argv)
 	test_append_reserve_current();
 	test_big_anchor_split();
 	test_orders();
+	test_held_key(seed);
 	const unsigned fl[] = {MDB_PREFIX_COMPRESSION, MDB_PREFIX_COMPRESSION | MDB_COUNTED};
 	for (int shape = 0; shape < 5 && !tu_failures; shape++)
 		for (int f = 0; f < 2 && !tu_failures; f++)
