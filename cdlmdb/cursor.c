@@ -279,7 +279,7 @@ int dlmdb_cur_fetch(MDB_cursor *mc, MDB_val *key, MDB_val *data)
 	    n->n_ksize > DL_MAXKEY))
 		return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 	if (dl_pg_prefix(p)) {
-		if (DL_UNLIKELY(!dl_pfx_node_ok(p, n, mc->c_bound)))
+		if (DL_UNLIKELY(!dl_cur_node_ok(mc, p, n)))
 			return DL_TXN_FAIL(mc->c_txn, MDB_CORRUPTED);
 		if (key)
 			dl_cur_key(mc, p, n, key);

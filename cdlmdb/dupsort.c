@@ -159,7 +159,7 @@ static inline __attribute__((always_inline)) int item_key(MDB_cursor *c, MDB_val
 	if (DL_UNLIKELY(off + DL_NODEHDR + n->n_ksize + after > lim || n->n_ksize > DL_MAXKEY))
 		return DL_TXN_FAIL(c->c_txn, MDB_CORRUPTED);
 	if (dl_pg_prefix(p)) {
-		if (DL_UNLIKELY(!dl_pfx_node_ok(p, n, c->c_bound)))
+		if (DL_UNLIKELY(!dl_cur_node_ok(c, p, n)))
 			return DL_TXN_FAIL(c->c_txn, MDB_CORRUPTED);
 		if (key)
 			dl_cur_key(c, p, n, key);

@@ -405,6 +405,7 @@ struct MDB_cursor {
 	 * node's address may hold another key after the page changed. */
 	const dl_node *c_knode;
 	unsigned c_klen;
+	unsigned c_kalen;	/* while c_kpage holds: its anchor's length (checked) */
 	unsigned c_top;		/* index of the leaf level in c_pg */
 	unsigned c_depth;	/* entries in c_pg (0 = not positioned) */
 	/* cursor reuse (search.c, DL_NEAR...): where the last search through
@@ -711,7 +712,7 @@ static inline unsigned dl_pg_node_lim(const dl_page *p, unsigned bound)
  *  8-byte words with an overlapping last word, never reading or writing
  *  past either end; gcc otherwise inlines a variable-length memcpy here as
  *  a `rep movsq`, slow for a few dozen bytes. */
-static inline void dl_copy_short(void *dst, const void *src, size_t n)
+static inline __attribute__((always_inline)) void dl_copy_short(void *dst, const void *src, size_t n)
 {
 	unsigned char *d = dst;
 	const unsigned char *s = src;
@@ -820,8 +821,11 @@ static inline __attribute__((always_inline)) void dl_cur_key(MDB_cursor *mc, con
 	if (dl_cur_key_held(mc, p, n, k))
 		return;
 	const MDB_txn *txn = mc->c_txn;
-	unsigned have = (mc->c_kpage == p && mc->c_kgen == txn->t_gen && mc->c_kpgen == txn->t_pgen)
-		? mc->c_kvalid : 0;
+	unsigned have = 0;
+	if (mc->c_kpage == p && mc->c_kgen == txn->t_gen && mc->c_kpgen == txn->t_pgen)
+		have = mc->c_kvalid;
+	else
+		mc->c_kalen = dl_pg_anchor_len(p);	/* checked: s > 0 passed dl_pfx_node_ok */
 	if (s > have)
 		dl_copy_short(mc->c_kbuf + have, dl_pg_anchor(p) + have, s - have);
 	dl_copy_short(mc->c_kbuf + s, dl_node_key(n), n->n_ksize);
@@ -853,6 +857,19 @@ static inline int dl_pfx_node_ok(const dl_page *p, const dl_node *n, unsigned bo
 	return !s || (dl_pg_anchor_ok(p, bound) && s <= dl_pg_anchor_len(p));
 }
 
+/** dl_pfx_node_ok for a node of the page whose anchor cursor mc decoded
+ *  last (c_kpage, unchanged since): that anchor was checked then, so only
+ *  the node's own fields and its shared length against c_kalen are. */
+static inline __attribute__((always_inline)) int dl_cur_node_ok(const MDB_cursor *mc, const dl_page *p,
+	const dl_node *n)
+{
+	const MDB_txn *txn = mc->c_txn;
+	if (mc->c_kpage != p || mc->c_kgen != txn->t_gen || mc->c_kpgen != txn->t_pgen)
+		return dl_pfx_node_ok(p, n, mc->c_bound);
+	unsigned s = dl_node_shared(n), k = s + n->n_ksize;
+	return k != 0 && k <= DL_MAXKEY && !(n->n_flags & ~(DL_N_KIND | (0x1ffu << DL_N_SHARED_SHIFT))) &&
+		s <= mc->c_kalen;
+}
 /** Cheap sanity check of node i before it is dereferenced (damaged files). */
 static inline int dl_node_in_page(const dl_page *p, unsigned i, unsigned psize)
 {
