@@ -522,8 +522,10 @@ int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where)
  *    the next one's compares by it: after another leaf, that leaf's bounds
  *    first (a stride: one compare, then the climb); after a target outside
  *    the root's child, the search starts at the root with no compare more
- *    than a root-first one (random targets), until a target lands under
- *    the same parent as the one before.  Results never depend on it.
+ *    than a root-first one (random targets), until a target lands near
+ *    the one before: under the same parent, or under the same page two
+ *    levels below the root or deeper (near_again).  Results never depend
+ *    on it.
  *
  * Only a stack known to be current qualifies: positioned, not saved for a
  * re-seek (another cursor changed the tree), not standing on a deleted
@@ -609,6 +611,47 @@ static int climb(const MDB_cursor *mc, int m, int up, const MDB_val *key)
 #define DL_UP 1		/* in a leaf to the right: the leaf's bounds first, upper */
 #define DL_DOWN 2	/* ... to the left: lower bound first */
 #define DL_ROOT 3	/* outside the root's child: from the root */
+
+/*
+ * After a search from the root (DL_ROOT): whether the new path stays near
+ * the old one, so that the next search should try the leaf's bounds and
+ * climb first.  It should when both paths share the leaf's parent (the
+ * climb is one compare), or the page two levels below the root: a climb
+ * to it costs a compare per level below it, while the root-first search
+ * pays a binary search of both levels above it.  Random targets rarely
+ * share more than the root's child.  near_note keeps what near_again
+ * compares (the old path's pages and indexes at those two levels).
+ */
+typedef struct {
+	unsigned top;		/* the old path's leaf level (0: nothing noted) */
+	const dl_page *pg2, *parent;
+	indx_t ki2, kiparent;
+} dl_near;
+
+static inline void near_note(const MDB_cursor *mc, dl_near *w)
+{
+	w->top = mc->c_top;
+	w->parent = mc->c_pg[mc->c_top - 1];
+	w->kiparent = mc->c_ki[mc->c_top - 1];
+	if (mc->c_top > 2) {
+		w->pg2 = mc->c_pg[2];
+		w->ki2 = mc->c_ki[2];
+	}
+}
+
+static unsigned near_again(const MDB_cursor *mc, const dl_near *w)
+{
+	unsigned top = mc->c_top;
+	if (top != w->top || !top)
+		return DL_ROOT;	/* the tree changed height: start afresh */
+	if (mc->c_pg[top - 1] == w->parent)
+		return mc->c_ki[top - 1] >= w->kiparent ? DL_UP : DL_DOWN;
+	if (top > 2 && mc->c_pg[2] == w->pg2)
+		/* the side the paths part to, when they part at level 2 (a
+		 * deeper parting is a hint only either way) */
+		return mc->c_ki[2] >= w->ki2 ? DL_UP : DL_DOWN;
+	return DL_ROOT;
+}
 
 /* node_find_in on the cursor's leaf, through pp when the leaf is PREFIX
  * under the byte order (its anchor compared with key once per search) */
@@ -696,14 +739,14 @@ int dlmdb_search_key(MDB_cursor *mc, const MDB_val *key, int *exact)
 		if (n) {
 			int j = 0;
 			unsigned i = 0;
-			const dl_page *parent = NULL;
+			dl_near was = {0};
 			if (mc->c_far == DL_ROOT && mc->c_top) {
 				/* the last target left the root's child: this one
 				 * is searched from the root without a compare more
 				 * than the root-first search (random targets), and
-				 * only a target under the same parent as the last
-				 * one brings the leaf's bounds back (below) */
-				parent = mc->c_pg[mc->c_top - 1];
+				 * only a target near the last one brings the leaf's
+				 * bounds back (below) */
+				near_note(mc, &was);
 				*exact = 0;
 			} else {
 				i = leaf_near(mc, p, n, key, exact, &j);
@@ -721,8 +764,8 @@ int dlmdb_search_key(MDB_cursor *mc, const MDB_val *key, int *exact)
 			mc->c_flags &= ~DL_C_INIT;
 			if ((rc = descend(mc, key, DL_SEARCH_KEY, (unsigned)j, 0, 1)))
 				return rc;
-			if (parent && mc->c_top && mc->c_pg[mc->c_top - 1] == parent)
-				mc->c_far = DL_UP;
+			if (was.top)
+				mc->c_far = near_again(mc, &was);
 			goto leaf;
 		}
 	}
