@@ -308,6 +308,43 @@ damaged:
 	return 0;
 }
 
+/*
+ * The child of branch page p (the stack's page at lvl) that covers key,
+ * given that key lies right of the stack's child there (side 1: key >=
+ * key(ki+1)) or left of it (side -1: key < key(ki)).  The neighbour on that
+ * side first (a stride through the tree lands there), then a binary search
+ * of the separators beyond it only.  Nonzero: a node outside its page.
+ */
+static int have_child(MDB_cursor *mc, const dl_page *p, unsigned lvl, int side,
+	const MDB_val *key, unsigned *child)
+{
+	unsigned n = dl_pg_nkeys(p), k = mc->c_ki[lvl], r;
+	int exact;
+	if (side > 0) {
+		k++;	/* key >= key(k): child k or one right of it */
+		if (k + 1 >= n) {
+			*child = k;
+			return 0;
+		}
+		r = node_find_in(mc, p, key, k + 1, k + 2, &exact);
+		if (!exact && r > k + 1)
+			r = node_find_in(mc, p, key, k + 2, n, &exact);
+	} else {
+		/* key < key(k): child k - 1 or one left of it */
+		if (k <= 1) {
+			*child = 0;
+			return 0;
+		}
+		r = node_find_in(mc, p, key, k - 1, k, &exact);
+		if (!exact && r == k - 1)
+			r = node_find_in(mc, p, key, 1, k - 1, &exact);
+	}
+	if (exact < 0)
+		return 1;
+	*child = exact ? r : r - 1;
+	return 0;
+}
+
 unsigned dlmdb_node_find(MDB_cursor *mc, const dl_page *p, const MDB_val *key, int *exact)
 {
 	return node_find_in(mc, p, key, dl_pg_is_branch(p) ? 1 : 0, dl_pg_nkeys(p), exact);
@@ -414,8 +451,12 @@ static int page_sane(unsigned bound, const dl_page *p)
  * is left at 0 (KEY, FIRST) or the last node (LAST).
  */
 /*
- * The descent from level lvl: page pg there, or (have) the page the stack
- * already holds at lvl, which was checked when it was read.
+ * The descent from level lvl: page pg there, or (have nonzero) the page the
+ * stack already holds at lvl, which was checked when it was read.  have 1 or -1
+ * says more: key lies past the bound of the stack's child at lvl on that
+ * side (right: at or past separator ki+1; left: below separator ki), as a
+ * climb of cursor reuse found, so the search there tries the next child on
+ * that side first and then only the separators beyond it (have_child).
  */
 static int descend(MDB_cursor *mc, const MDB_val *key, int where, unsigned lvl, pgno_t pg,
 	int have)
@@ -424,7 +465,6 @@ static int descend(MDB_cursor *mc, const MDB_val *key, int where, unsigned lvl, 
 	for (;; lvl++) {
 		dl_page *p;
 		if (have) {
-			have = 0;
 			p = mc->c_pg[lvl];
 			goto inside;
 		}
@@ -472,6 +512,9 @@ inside:;
 			i = 0;
 		} else if (where == DL_SEARCH_LAST) {
 			i = n - 1;
+		} else if (have == 1 || have == -1) {
+			if (have_child(mc, p, lvl, have, key, &i))
+				return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 		} else {
 			int exact;
 			i = dlmdb_node_find(mc, p, key, &exact);
@@ -480,6 +523,7 @@ inside:;
 			if (!exact)
 				i--;
 		}
+		have = 0;
 		if (!dl_node_in_page(p, i, mc->c_bound))
 			return DL_TXN_FAIL(txn, MDB_CORRUPTED);
 		mc->c_ki[lvl] = (indx_t)i;
@@ -517,7 +561,9 @@ int dlmdb_search_root(MDB_cursor *mc, const MDB_val *key, int where)
  *    to the level that set the failed bound, and again while the bound
  *    there fails (only that side's bounds can), finds the deepest page on
  *    the path that covers the key; the descent restarts there with the
- *    stack above it kept.
+ *    stack above it kept, and searches that page from the failed bound
+ *    on: the child next to the old one on the key's side first (a stride
+ *    lands there), then only the separators beyond it (have_child).
  *  - The cursor remembers where its last search ended (c_far), and orders
  *    the next one's compares by it: after another leaf, that leaf's bounds
  *    first (a stride: one compare, then the climb); after a target outside
@@ -667,13 +713,14 @@ static unsigned leaf_find(MDB_cursor *mc, const dl_page *p, const pfx_probe *pp,
  * Where key goes in the cursor's leaf p of n >= 1 keys, probing from the
  * cursor's index i: key(i), then the neighbour on the key's side and the
  * separator that bounds the leaf on that side (a key past it belongs to
- * another leaf: *lvl gets the level to search again from, else -1), and
+ * another leaf: *lvl gets the level to search again from, else -1, and
+ * *side the side of the bound it failed, 1 right or -1 left), and
  * only then a binary search of the slots the compares leave.  After a
  * target in another leaf (c_far) the bounds come first, and a key inside
  * them gets a binary search of the whole leaf.
  */
 static unsigned leaf_near(MDB_cursor *mc, const dl_page *p, unsigned n, const MDB_val *key,
-	int *exact, int *lvl)
+	int *exact, int *lvl, int *side)
 {
 	unsigned i = mc->c_ki[mc->c_top];
 	if (i >= n)
@@ -690,6 +737,7 @@ static unsigned leaf_near(MDB_cursor *mc, const dl_page *p, unsigned n, const MD
 				if (b < 0 || (*lvl = climb(mc, m, up, key)) < 0)
 					*exact = -1;
 				mc->c_far = *lvl == 0 ? DL_ROOT : up ? DL_UP : DL_DOWN;
+				*side = up ? 1 : -1;
 				return 0;
 			}
 		}
@@ -718,6 +766,7 @@ static unsigned leaf_near(MDB_cursor *mc, const dl_page *p, unsigned n, const MD
 		if (b < 0 || (*lvl = climb(mc, m, up, key)) < 0)
 			*exact = -1;
 		mc->c_far = *lvl == 0 ? DL_ROOT : up ? DL_UP : DL_DOWN;
+		*side = up ? 1 : -1;
 		return 0;
 	}
 	mc->c_far = DL_NEAR;
@@ -737,7 +786,7 @@ int dlmdb_search_key(MDB_cursor *mc, const MDB_val *key, int *exact)
 		dl_page *p = mc->c_pg[mc->c_top];
 		unsigned n = dl_pg_nkeys(p);
 		if (n) {
-			int j = 0;
+			int j = 0, side = 0;
 			unsigned i = 0;
 			dl_near was = {0};
 			if (mc->c_far == DL_ROOT && mc->c_top) {
@@ -749,7 +798,7 @@ int dlmdb_search_key(MDB_cursor *mc, const MDB_val *key, int *exact)
 				near_note(mc, &was);
 				*exact = 0;
 			} else {
-				i = leaf_near(mc, p, n, key, exact, &j);
+				i = leaf_near(mc, p, n, key, exact, &j, &side);
 				if (*exact < 0)
 					return 0;	/* the caller reports the damage */
 			}
@@ -762,7 +811,7 @@ int dlmdb_search_key(MDB_cursor *mc, const MDB_val *key, int *exact)
 			mc->c_depth = (unsigned)j + 1;
 			mc->c_top = (unsigned)j;
 			mc->c_flags &= ~DL_C_INIT;
-			if ((rc = descend(mc, key, DL_SEARCH_KEY, (unsigned)j, 0, 1)))
+			if ((rc = descend(mc, key, DL_SEARCH_KEY, (unsigned)j, 0, side ? side : 2)))
 				return rc;
 			if (was.top)
 				mc->c_far = near_again(mc, &was);
