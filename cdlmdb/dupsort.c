@@ -1130,6 +1130,7 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		}
 	}
 	/* single value or sub-page: rebuild with the new value */
+	int single = !(dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top])->n_flags & DL_N_DUP), refuse = 0;
 	unsigned vcap;
 	MDB_val *vals = vals_buf(txn, &vcap);
 	if (!vals)
@@ -1152,13 +1153,20 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		goto out;
 	}
 	if ((flags & MDB_APPENDDUP) && pos < m) {
-		int prc = node_value_edge(mc, NULL, 1);
-		rc = prc ? prc : MDB_KEYEXIST;
-		goto out;
+		if (!single) {
+			int prc = node_value_edge(mc, NULL, 1);
+			rc = prc ? prc : MDB_KEYEXIST;
+			goto out;
+		}
+		/* as LMDB: a single value is made a sub-page of itself before
+		 * the value above it refuses the new one, and stays one (its
+		 * FIRST_DUP then leaves the key alone, as on any sub-page) */
+		refuse = 1;
+	} else {
+		memmove(vals + pos + 1, vals + pos, (m - pos) * sizeof(MDB_val));
+		vals[pos] = d;
+		m++;
 	}
-	memmove(vals + pos + 1, vals + pos, (m - pos) * sizeof(MDB_val));
-	vals[pos] = d;
-	m++;
 	unsigned fixed = (mc->c_db->d_flags & MDB_DUPFIXED) ? (unsigned)d.mv_size : 0;
 	sp_plan pl = {dl_dup_prefix(mc), {NULL, 0}};
 	size_t sz = subpage_size(txn, vals, m, fixed, &pl);
@@ -1217,6 +1225,11 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		}
 		if ((rc = dlmdb_tree_put(mc, &k, &recv, DL_PUT_DUP | DL_PUT_TREE)))
 			goto out;
+	}
+	if (refuse) {
+		int prc = node_value_edge(mc, NULL, 1);
+		rc = prc ? prc : MDB_KEYEXIST;
+		goto out;
 	}
 	mc->c_db->d_entries++;
 	if (d.mv_data != valbuf) {

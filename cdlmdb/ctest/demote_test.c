@@ -819,12 +819,12 @@ static void test_random(const struct flavour *f, uint64_t seed, unsigned nops)
 	EXPECT(promotions > 0);
 }
 
-/* ---- a refused APPENDDUP keeps a single value a plain node ----------------------
- * A deliberate difference (README, "Differences from stock"): stock 0.9.33
- * turns the key's single value into a one-value sub-page before it refuses
- * an APPENDDUP of a value not above it; ours refuses first and leaves the
- * node as it was.  Every answer is the same; only the node's layout
- * differs (which readers of either engine handle). */
+/* ---- a refused APPENDDUP on a single value, as stock ---------------------------
+ * Stock 0.9.33 turns the key's single value into a one-value sub-page before
+ * it refuses an APPENDDUP of a value below it, and the key keeps that
+ * sub-page (its FIRST_DUP then leaves the key alone, as on any sub-page); an
+ * equal value is refused before that, and the node stays plain.  Ours does
+ * the same (internal/difftest TestDupStockLeftovers compares with stock). */
 static void test_refused_appenddup(const struct flavour *f)
 {
 	MDB_env *env = open_env("build/demote_appenddup");
@@ -846,9 +846,10 @@ static void test_refused_appenddup(const struct flavour *f)
 	MDB_val k = {3, "key"}, got;
 	MUST(mdb_put(txn, dbi, &k, v[1], 0));
 	EXPECT(key_kind(txn, dbi, "key", NULL) == K_SINGLE);
-	EXPECT_RC(mdb_put(txn, dbi, &k, v[0], MDB_APPENDDUP), MDB_KEYEXIST);	/* below */
 	EXPECT_RC(mdb_put(txn, dbi, &k, v[1], MDB_APPENDDUP), MDB_KEYEXIST);	/* equal */
 	EXPECT(key_kind(txn, dbi, "key", NULL) == K_SINGLE);
+	EXPECT_RC(mdb_put(txn, dbi, &k, v[0], MDB_APPENDDUP), MDB_KEYEXIST);	/* below */
+	EXPECT(key_kind(txn, dbi, "key", NULL) == K_SUBPAGE);
 	MDB_cursor *c;
 	MUST(mdb_cursor_open(txn, dbi, &c));
 	mdb_size_t n = 0;
@@ -856,6 +857,12 @@ static void test_refused_appenddup(const struct flavour *f)
 	EXPECT(same_val(&got, v[1]));
 	EXPECT_RC(mdb_cursor_count(c, &n), 0);
 	EXPECT(n == 1);
+	/* the count and the record stay one value */
+	MDB_stat st;
+	MUST(mdb_stat(txn, dbi, &st));
+	EXPECT(st.ms_entries == 1);
+	EXPECT_RC(mdb_put(txn, dbi, &k, v[0], MDB_APPENDDUP), MDB_KEYEXIST);	/* below, on the sub-page */
+	EXPECT(key_kind(txn, dbi, "key", NULL) == K_SUBPAGE);
 	/* a value above goes in, and the key now has a sub-page */
 	EXPECT_RC(mdb_put(txn, dbi, &k, v[2], MDB_APPENDDUP), 0);
 	EXPECT(key_kind(txn, dbi, "key", NULL) == K_SUBPAGE);
