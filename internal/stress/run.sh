@@ -6,7 +6,7 @@
 # it) and the script exits non-zero after running the rest.
 #
 #   STRESS_SCALE     multiplier of the differential budgets (default 20:
-#                    about 11 million operations against stock LMDB)
+#                    about 25 million operations against stock LMDB)
 #   STRESS_ROUNDS    ping-pong rounds (default 200)
 #   STRESS_FUZZTIME  time per fuzz target (default 2m)
 set -uo pipefail
@@ -66,6 +66,10 @@ export DLMDB_TEST_SCALE=$scale
 part differential ./internal/difftest -v -run '^(TestDifferential|TestDifferentialDupSort)$'
 part differential-counted ./internal/difftest -v -run '^TestDifferentialCounted(DupSort)?$'
 part differential-writemap ./internal/difftest -v -run '^TestDifferentialWriteMap(DupSort)?$'
+part differential-prefix ./internal/difftest -v -run '^TestDifferentialPrefix(Counted)?(DupSort)?$'
+# cursor reuse: against stock, and (the tag's switch) against our root-first search
+part differential-reuse ./internal/difftest -v -tags dlmdb_reuseswitch \
+	-run '^(TestDifferentialCursorReuse|TestCursorReuseRootFirst)'
 export DLMDB_TEST_SCALE=1
 DLMDB_PINGPONG_ROUNDS=$rounds part pingpong ./internal/difftest -v -run '^TestPingPong'
 
