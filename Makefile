@@ -62,8 +62,8 @@ bench-quick:
 	$(GO) run -tags dlmdb_reuseswitch ./cmd/benchall -quick -readme README.md
 
 ## stress: long randomised runs, not part of `make test` (about 20 minutes):
-## the differential against stock over ~25M operations (prefix and cursor reuse included) on fresh seeds, 200
-## ping-pong rounds, and each fuzz target for STRESS_FUZZTIME (2m); one
-## summary line each.  STRESS_SCALE / STRESS_ROUNDS / STRESS_FUZZTIME resize it.
+## the differential against stock over ~25M operations on fresh seeds
+## (prefix and cursor reuse included), 200 ping-pong rounds, and each fuzz
+## target for STRESS_FUZZTIME (2m); one summary line each.  STRESS_SCALE / STRESS_ROUNDS / STRESS_FUZZTIME resize it.
 stress:
 	GO=$(GO) bash internal/stress/run.sh
