@@ -1130,7 +1130,8 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		}
 	}
 	/* single value or sub-page: rebuild with the new value */
-	int single = !(dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top])->n_flags & DL_N_DUP), refuse = 0;
+	const dl_node *nd = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
+	int single = !(nd->n_flags & DL_N_DUP), refuse = 0;
 	unsigned vcap;
 	MDB_val *vals = vals_buf(txn, &vcap);
 	if (!vals)
@@ -1158,9 +1159,10 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 			rc = prc ? prc : MDB_KEYEXIST;
 			goto out;
 		}
-		/* as LMDB: a single value is made a sub-page of itself before
-		 * the value above it refuses the new one, and stays one (its
-		 * FIRST_DUP then leaves the key alone, as on any sub-page) */
+		/* as LMDB: a single value is first made a sub-page of itself,
+		 * then the new value below it is refused, and the sub-page
+		 * stays (FIRST_DUP then leaves the key unset, as on any
+		 * sub-page) */
 		refuse = 1;
 	} else {
 		memmove(vals + pos + 1, vals + pos, (m - pos) * sizeof(MDB_val));
