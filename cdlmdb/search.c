@@ -452,11 +452,12 @@ static int page_sane(unsigned bound, const dl_page *p)
  */
 /*
  * The descent from level lvl: page pg there, or (have nonzero) the page the
- * stack already holds at lvl, which was checked when it was read.  have 1 or -1
- * says more: key lies past the bound of the stack's child at lvl on that
- * side (right: at or past separator ki+1; left: below separator ki), as a
- * climb of cursor reuse found, so the search there tries the next child on
- * that side first and then only the separators beyond it (have_child).
+ * stack already holds at lvl, which was checked when it was read.  have 1
+ * or -1 says more: key lies past the bound of the stack's child at lvl on
+ * that side (right: at or past separator ki+1; left: below separator ki),
+ * as a climb of cursor reuse found, so the search there tries the next
+ * child on that side first and then only the separators beyond it
+ * (have_child).
  */
 static int descend(MDB_cursor *mc, const MDB_val *key, int where, unsigned lvl, pgno_t pg,
 	int have)
