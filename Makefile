@@ -23,15 +23,17 @@ test-c:
 ## fault-injection test of package lmdb, which needs the engine built with
 ## its commit I/O hook (-tags dlmdb_faults, see cdlmdb/fault.c); then cursor
 ## reuse against the root-first search, which needs the run-time switch
-## (-tags dlmdb_reuseswitch, see cdlmdb/reuse_switch.go).
+## (-tags dlmdb_reuseswitch, see cdlmdb/reuse_switch.go), and the benchmark
+## commands at tiny sizes in that build, which adds cmd/cursor_reuse_bench.
 test-go:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 45m $(GOTESTFLAGS) ./...
 	$(GO) vet -tags dlmdb_faults ./cdlmdb ./lmdb
 	$(GO) test -race -count=1 -tags dlmdb_faults -run '^TestFault' $(GOTESTFLAGS) ./lmdb
 	$(GO) vet -tags dlmdb_stockonly ./internal/difftest
-	$(GO) vet -tags dlmdb_reuseswitch ./cdlmdb ./internal/difftest ./cmd/cursor_reuse_bench
+	$(GO) vet -tags dlmdb_reuseswitch ./cdlmdb ./bench ./internal/difftest ./cmd/cursor_reuse_bench
 	$(GO) test -race -count=1 -tags dlmdb_reuseswitch -run '^TestCursorReuse' $(GOTESTFLAGS) ./internal/difftest
+	$(GO) test -race -count=1 -tags dlmdb_reuseswitch -run '^TestCommandsTinyAndReadme$$' $(GOTESTFLAGS) ./bench
 
 ## test-asan: the Go-driven engine tests again, with the C engine (ours and
 ## stock) built under AddressSanitizer, leak detection on. One lmdb test
