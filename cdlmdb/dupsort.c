@@ -480,6 +480,25 @@ static int dup_get_op(MDB_cursor *mc, MDB_val *key, MDB_val *data, MDB_cursor_op
 				return rc;
 			return current_page(mc, data);
 		}
+		/* the page walk's step (every NEXT_MULTIPLE of a loop over a
+		 * sub-tree): from the last value of the sub-cursor's leaf
+		 * straight to the next leaf's page, nothing pending on either
+		 * cursor -- what the NEXT_DUP step below does there (the
+		 * sub-cursor marked at the end, the key left alone), without
+		 * fetching a value only to replace it with its page */
+		if ((mc->c_flags & (DL_C_INIT | DL_C_DEL | DL_C_EOF)) == DL_C_INIT &&
+		    (xc->c_flags & (DL_C_INIT | DL_C_DEL | DL_C_EOF)) == DL_C_INIT &&
+		    xc->c_top && cur_is_dup(mc) &&
+		    xc->c_ki[xc->c_top] + 1u >= dl_pg_nkeys(xc->c_pg[xc->c_top])) {
+			if ((rc = dlmdb_cur_step_leaf(xc, 1))) {
+				if (rc == MDB_NOTFOUND)
+					xc->c_flags |= DL_C_EOF;
+				return rc;
+			}
+			if ((rc = item_key(mc, key)))
+				return rc;
+			return fetch_multiple(mc, data);
+		}
 		/* one value on, then that value's page; NEXT_DUP never leaves
 		 * the key, so a plain node (one value) ends here */
 		if ((rc = dlmdb_dup_get(mc, key, data, MDB_NEXT_DUP)))

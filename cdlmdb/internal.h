@@ -1057,6 +1057,9 @@ DL_HIDDEN int dlmdb_copy_to_map(MDB_txn *src, char *map, size_t cap, txnid_t *id
 DL_HIDDEN int dlmdb_txn_intr_fail(MDB_txn *txn);
 DL_HIDDEN int dlmdb_dbx_default_cmp(MDB_env *env, MDB_dbi dbi, unsigned flags);
 DL_HIDDEN MDB_cmp_func *dlmdb_cmp_for(unsigned dbflags);
+/* 1 if cmp is the byte order, 2 the native integer order, else 0: two
+ * 8-byte keys then compare as big-endian (1) or native (2) integers */
+DL_HIDDEN int dlmdb_cmp_u64(MDB_cmp_func *cmp);
 
 /* txn.c */
 DL_HIDDEN int dlmdb_page_get(MDB_txn *txn, pgno_t pg, dl_page **out);

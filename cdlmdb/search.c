@@ -76,6 +76,11 @@ static int cmp_native(const MDB_val *a, const MDB_val *b)
 	return cmp_backwards(a, b);
 }
 
+int dlmdb_cmp_u64(MDB_cmp_func *cmp)
+{
+	return cmp == cmp_bytes ? 1 : cmp == cmp_native ? 2 : 0;
+}
+
 MDB_cmp_func *dlmdb_cmp_for(unsigned f)
 {
 	if (f & MDB_INTEGERKEY)
