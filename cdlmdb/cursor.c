@@ -104,10 +104,8 @@ static inline int leaf_key(const MDB_cursor *mc, const dl_page *p, unsigned i, M
 	return 1;
 }
 
-/* Do leaves below and above lie on either side of separator sep: the last
- * key of below under it, the first key of above not?  (search.c,
- * dlmdb_leaf_in_bounds, says why.)  A leaf without keys has no edge. */
-/* An 8-byte key as the integer it orders as (order from dlmdb_cmp_u64). */
+/* An 8-byte key as the integer it orders as (order from dlmdb_cmp_u64:
+ * the byte order reads it big-endian, the native order as stored). */
 static inline uint64_t key_u64(const void *p, int order)
 {
 	uint64_t x;
@@ -116,12 +114,14 @@ static inline uint64_t key_u64(const void *p, int order)
 	if (order == 1)
 		x = __builtin_bswap64(x);
 #else
-	if (order == 2)
-		x = __builtin_bswap64(x);	/* (native is big-endian here: no swap) */
+	(void)order;	/* big-endian host: both orders read it as stored */
 #endif
 	return x;
 }
 
+/* Do leaves below and above lie on either side of separator sep: the last
+ * key of below under it, the first key of above not?  (search.c,
+ * dlmdb_leaf_in_bounds, says why.)  A leaf without keys has no edge. */
 static inline __attribute__((always_inline)) int leaves_straddle(const MDB_cursor *mc,
 	const dl_page *below, const dl_page *above, const MDB_val *sep)
 {
