@@ -104,21 +104,6 @@ static inline int leaf_key(const MDB_cursor *mc, const dl_page *p, unsigned i, M
 	return 1;
 }
 
-/* An 8-byte key as the integer it orders as (order from dlmdb_cmp_u64:
- * the byte order reads it big-endian, the native order as stored). */
-static inline uint64_t key_u64(const void *p, int order)
-{
-	uint64_t x;
-	memcpy(&x, p, 8);
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	if (order == 1)
-		x = __builtin_bswap64(x);
-#else
-	(void)order;	/* big-endian host: both orders read it as stored */
-#endif
-	return x;
-}
-
 /* Do leaves below and above lie on either side of separator sep: the last
  * key of below under it, the first key of above not?  (search.c,
  * dlmdb_leaf_in_bounds, says why.)  A leaf without keys has no edge. */
@@ -134,10 +119,10 @@ static inline __attribute__((always_inline)) int leaves_straddle(const MDB_curso
 	int order;
 	if (sep->mv_size == 8 && dl_pg_is_leaf2(below) && dl_pg_is_leaf2(above) && below->p_pad == 8 &&
 	    above->p_pad == 8 && (order = dlmdb_cmp_u64(cmp))) {
-		uint64_t s = key_u64(sep->mv_data, order);
-		if (n && key_u64(dl_pg_leaf2_key(below, n - 1), order) >= s)
+		uint64_t s = dl_key_u64(sep->mv_data, order);
+		if (n && dl_key_u64(dl_pg_leaf2_key(below, n - 1), order) >= s)
 			return 0;
-		if (dl_pg_nkeys(above) && key_u64(dl_pg_leaf2_key(above, 0), order) < s)
+		if (dl_pg_nkeys(above) && dl_key_u64(dl_pg_leaf2_key(above, 0), order) < s)
 			return 0;
 		return 1;
 	}

@@ -1434,12 +1434,9 @@ static size_t ascending_run(MDB_cmp_func *dcmp, const char *it, size_t n, size_t
 {
 	size_t r = 1;
 	if (dcmp == dlmdb_cmp_for(0) && isz == 8) {
-		uint64_t prev, cur;
-		memcpy(&prev, it, 8);
-		prev = __builtin_bswap64(prev);
+		uint64_t prev = dl_key_u64(it, 1), cur;
 		for (; r < n; r++, prev = cur) {
-			memcpy(&cur, it + r * 8, 8);
-			cur = __builtin_bswap64(cur);
+			cur = dl_key_u64(it + r * 8, 1);
 			if (cur <= prev)
 				break;
 		}

@@ -1058,8 +1058,22 @@ DL_HIDDEN int dlmdb_txn_intr_fail(MDB_txn *txn);
 DL_HIDDEN int dlmdb_dbx_default_cmp(MDB_env *env, MDB_dbi dbi, unsigned flags);
 DL_HIDDEN MDB_cmp_func *dlmdb_cmp_for(unsigned dbflags);
 /* 1 if cmp is the byte order, 2 the native integer order, else 0: two
- * 8-byte keys then compare as big-endian (1) or native (2) integers */
+ * 8-byte keys then compare as the integers dl_key_u64 reads */
 DL_HIDDEN int dlmdb_cmp_u64(MDB_cmp_func *cmp);
+/* An 8-byte key as the integer it orders as under order (dlmdb_cmp_u64's
+ * answer): the byte order reads it big-endian, the native order as stored. */
+static inline uint64_t dl_key_u64(const void *p, int order)
+{
+	uint64_t x;
+	memcpy(&x, p, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (order == 1)
+		x = __builtin_bswap64(x);
+#else
+	(void)order;	/* big-endian host: both orders read it as stored */
+#endif
+	return x;
+}
 
 /* txn.c */
 DL_HIDDEN int dlmdb_page_get(MDB_txn *txn, pgno_t pg, dl_page **out);

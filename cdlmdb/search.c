@@ -217,23 +217,17 @@ static unsigned find_prefixed(MDB_cursor *mc, const dl_page *p, const MDB_val *k
 	return find_by_cmp(mc, p, key, lo, hi, exact);
 }
 
-/* dlmdb_node_find on a LEAF2 page of 8-byte keys under the byte order
- * (be: big-endian numbers) or the native one: compared as integers, no
- * call per probe (the common DUPFIXED layout). */
-static unsigned find_leaf2_u64(const dl_page *p, const MDB_val *key, int be, unsigned lo,
+/* dlmdb_node_find on a LEAF2 page of 8-byte keys under the byte order or
+ * the native one (order: dlmdb_cmp_u64's answer): compared as integers,
+ * no call per probe (the common DUPFIXED layout). */
+static unsigned find_leaf2_u64(const dl_page *p, const MDB_val *key, int order, unsigned lo,
 	unsigned hi, int *exact)
 {
-	uint64_t want;
-	memcpy(&want, key->mv_data, 8);
-	if (be)
-		want = __builtin_bswap64(want);
+	uint64_t want = dl_key_u64(key->mv_data, order);
 	const char *base = (const char *)p + DL_PAGEHDR;
 	while (lo < hi) {
 		unsigned mid = lo + (hi - lo) / 2;
-		uint64_t x;
-		memcpy(&x, base + (size_t)mid * 8, 8);
-		if (be)
-			x = __builtin_bswap64(x);
+		uint64_t x = dl_key_u64(base + (size_t)mid * 8, order);
 		if (want > x)
 			lo = mid + 1;
 		else if (want < x)
@@ -264,8 +258,9 @@ static unsigned node_find_in(MDB_cursor *mc, const dl_page *p, const MDB_val *ke
 	*exact = 0;
 	if (dl_pg_is_leaf2(p)) {
 		k.mv_size = p->p_pad;
-		if (key->mv_size == 8 && p->p_pad == 8 && (cmp == cmp_bytes || cmp == cmp_native))
-			return find_leaf2_u64(p, key, cmp == cmp_bytes, lo, hi, exact);
+		int order;
+		if (key->mv_size == 8 && p->p_pad == 8 && (order = dlmdb_cmp_u64(cmp)))
+			return find_leaf2_u64(p, key, order, lo, hi, exact);
 		while (lo < hi) {
 			unsigned mid = lo + (hi - lo) / 2;
 			k.mv_data = dl_pg_leaf2_key(p, mid);

@@ -112,34 +112,6 @@ static unsigned nvals(const unsigned char *img, size_t pg)
 	return (lower - 16u) / 2;
 }
 
-static void rewrite(const unsigned char *img, size_t len)
-{
-	FILE *f = fopen(DIR "/data.mdb", "r+b");
-	if (!f || fwrite(img, 1, len, f) != len || fclose(f)) {
-		fprintf(stderr, "leafstep_test: cannot rewrite the file\n");
-		exit(2);
-	}
-}
-
-static unsigned char *slurp(size_t *len)
-{
-	FILE *f = fopen(DIR "/data.mdb", "rb");
-	if (!f) {
-		fprintf(stderr, "leafstep_test: no data file\n");
-		exit(2);
-	}
-	fseek(f, 0, SEEK_END);
-	*len = (size_t)ftell(f);
-	fseek(f, 0, SEEK_SET);
-	unsigned char *img = malloc(*len);
-	if (!img || fread(img, 1, *len, f) != *len) {
-		fprintf(stderr, "leafstep_test: cannot read the file\n");
-		exit(2);
-	}
-	fclose(f);
-	return img;
-}
-
 /*
  * One walk over key "k" in its own read txn (a damaged page fails the txn):
  * mode 0 NEXT_DUP from the first value, 1 PREV_DUP from the last, 2
@@ -226,7 +198,7 @@ static void run(unsigned flags, int native, const char *name)
 	for (int kind = 0; kind < 3; kind++) {
 		build(flags, native, &psize);
 		size_t len, a, b;
-		unsigned char *img = slurp(&len);
+		unsigned char *img = tu_read_file(DIR "/data.mdb", &len);
 		two_leaves(img, len, psize, native, &a, &b);
 		unsigned na = nvals(img, a);
 		uint64_t sep = dec_val(img + b + 16, native);	/* B's first value is its separator */
@@ -245,7 +217,7 @@ static void run(unsigned flags, int native, const char *name)
 			snprintf(what, sizeof what, "%s, right leaf's first value below separator", name);
 			break;
 		}
-		rewrite(img, len);
+		tu_write_file(DIR "/data.mdb", img, len);
 		free(img);
 		walks(flags, native, kind != 0, what);
 	}

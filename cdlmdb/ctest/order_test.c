@@ -46,32 +46,15 @@ static void load(void)
 {
 	char path[300];
 	snprintf(path, sizeof path, "%s/data.mdb", dir);
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		perror(path);
-		exit(2);
-	}
-	fseek(f, 0, SEEK_END);
-	imglen = (size_t)ftell(f);
-	fseek(f, 0, SEEK_SET);
 	free(img);
-	img = malloc(imglen);
-	if (!img || fread(img, 1, imglen, f) != imglen) {
-		fprintf(stderr, "cannot read %s\n", path);
-		exit(2);
-	}
-	fclose(f);
+	img = tu_read_file(path, &imglen);
 }
 
 static void save(void)
 {
 	char path[300];
 	snprintf(path, sizeof path, "%s/data.mdb", dir);
-	FILE *f = fopen(path, "r+b");
-	if (!f || fwrite(img, 1, imglen, f) != imglen || fclose(f)) {
-		fprintf(stderr, "cannot write %s\n", path);
-		exit(2);
-	}
+	tu_write_file(path, img, imglen);
 }
 
 static uint16_t get16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return v; }

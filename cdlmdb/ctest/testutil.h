@@ -46,6 +46,36 @@ static inline int tu_scale(void)
 	return v > 0 ? v : 1;
 }
 
+/* The whole file at path (exits on failure); *len gets its size. */
+static inline unsigned char *tu_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		perror(path);
+		exit(2);
+	}
+	fseek(f, 0, SEEK_END);
+	*len = (size_t)ftell(f);
+	fseek(f, 0, SEEK_SET);
+	unsigned char *img = malloc(*len ? *len : 1);
+	if (!img || fread(img, 1, *len, f) != *len) {
+		fprintf(stderr, "cannot read %s\n", path);
+		exit(2);
+	}
+	fclose(f);
+	return img;
+}
+
+/* Overwrite the start of the file at path with img (exits on failure). */
+static inline void tu_write_file(const char *path, const unsigned char *img, size_t len)
+{
+	FILE *f = fopen(path, "r+b");
+	if (!f || fwrite(img, 1, len, f) != len || fclose(f)) {
+		fprintf(stderr, "cannot write %s\n", path);
+		exit(2);
+	}
+}
+
 static inline int tu_finish(const char *name)
 {
 	printf("%s: %d checks, %d failed\n", name, tu_checks, tu_failures);
