@@ -57,15 +57,16 @@ var leaf2Metrics = []struct {
 	leaf2Only  bool
 	per        int // what the size column adds: leaf2Per*
 }{
-	{"append (ascending puts), 65,536-value txns", "ns/value", false, 0},
-	{"interior insert (random, between existing values), 1 txn", "ns/value", false, leaf2PerInsert},
+	{"append (cursor puts, MDB_APPENDDUP), 65,536-value txns", "ns/value", false, 0},
+	{"interior insert (cursor puts, random, between existing values), 1 txn", "ns/value", false, leaf2PerInsert},
 	{"exact delete of the inserted (key, value), 1 txn", "ns/value", false, leaf2PerInsert},
 	{"scalar scan: First/NextNoDup + NEXT_DUP per value", "ns/value", false, leaf2PerPass},
 	{"list_dup scan: ListDupInto per key", "ns/value", false, leaf2PerPass},
 	{"list_dup scan: ListDupFixed per key", "ns/value", false, leaf2PerPass},
 	{"list_dup scan: ListDupRuns per key", "ns/value", false, leaf2PerPass},
 	{"GET_BOTH lookup (7 of 8 present)", "ns/lookup", false, leaf2PerLookup},
-	{"footprint (pages × page size / values)", "bytes/value", false, 0},
+	{"footprint: the DBI's pages × page size / values", "bytes/value", false, 0},
+	{"footprint after append: environment high-water mark (DLMDB's measure)", "bytes/value", false, 0},
 	{"GET_MULTIPLE/NEXT_MULTIPLE scan of all values", "ms/scan", true, leaf2PerPass},
 	{"MDB_MULTIPLE put (PutMulti per key), 65,536-value txns", "M values/s", true, 0},
 }
@@ -232,16 +233,23 @@ func (d *leaf2DB) close() error {
 	return err
 }
 
-// write runs one write txn; the returned time covers body (the
-// operations), not the commit.
-func (d *leaf2DB) write(body func(txn *ourslmdb.Txn) error) (time.Duration, error) {
+// write runs one write txn with a cursor on the base DBI; the returned
+// time covers body (the operations), not the cursor's opening or the
+// commit.
+func (d *leaf2DB) write(body func(txn *ourslmdb.Txn, cur *ourslmdb.Cursor) error) (time.Duration, error) {
 	txn, err := d.env.BeginTxn(nil, 0)
 	if err != nil {
 		return 0, err
 	}
+	cur, err := txn.OpenCursor(d.dbi)
+	if err != nil {
+		txn.Abort()
+		return 0, err
+	}
 	t0 := time.Now()
-	err = body(txn)
+	err = body(txn, cur)
 	el := time.Since(t0)
+	cur.Close()
 	if err != nil {
 		txn.Abort()
 		return 0, err
@@ -279,16 +287,18 @@ func (d *leaf2DB) checkEntries(dbi ourslmdb.DBI, want int, after string) error {
 	})
 }
 
-// appendAll puts the base data in ascending order, TxnVals values a txn.
+// appendAll puts the base data in ascending order, TxnVals values a txn,
+// through one cursor a txn with MDB_APPENDDUP (DLMDB's "scalar append
+// cursor puts").
 func (d *leaf2DB) appendAll() (time.Duration, error) {
 	var total time.Duration
 	var vb [8]byte
 	n := d.sz.Keys * d.sz.Dups
 	for lo := 0; lo < n; lo += d.sz.TxnVals {
-		el, err := d.write(func(txn *ourslmdb.Txn) error {
+		el, err := d.write(func(txn *ourslmdb.Txn, cur *ourslmdb.Cursor) error {
 			for idx := lo; idx < min(n, lo+d.sz.TxnVals); idx++ {
 				k, i := idx/d.sz.Dups, idx%d.sz.Dups
-				if err := txn.Put(d.dbi, d.key(k), leaf2Val(vb[:], k, 2*i), 0); err != nil {
+				if err := cur.Put(d.key(k), leaf2Val(vb[:], k, 2*i), ourslmdb.AppendDup); err != nil {
 					return fmt.Errorf("append key %d value %d: %w", k, i, err)
 				}
 			}
@@ -327,6 +337,24 @@ func (d *leaf2DB) footprint() (float64, error) {
 		return nil
 	})
 	return out, err
+}
+
+// highWater is the environment's page high-water mark (its last page in
+// use, plus one, × page size) per value: DLMDB's footprint, which counts
+// the meta pages, the main DB and the pages freed by earlier txns too.
+func (d *leaf2DB) highWater() (float64, error) {
+	info, err := d.env.Info()
+	if err != nil {
+		return 0, err
+	}
+	st, err := d.env.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if info.LastPNO <= 0 {
+		return 0, fmt.Errorf("high-water mark: last page %d: wrong info", info.LastPNO)
+	}
+	return float64(info.LastPNO+1) * float64(st.PSize) / float64(d.sz.Keys*d.sz.Dups), nil
 }
 
 // lookups runs GET_BOTH of the planned pairs; every eighth is absent (an
@@ -476,10 +504,10 @@ func (d *leaf2DB) scans(dbi ourslmdb.DBI, mode int) (time.Duration, error) {
 // interior puts the planned odd values (between the base ones) in one txn.
 func (d *leaf2DB) interior(plan []int32) (time.Duration, error) {
 	var vb [8]byte
-	el, err := d.write(func(txn *ourslmdb.Txn) error {
+	el, err := d.write(func(_ *ourslmdb.Txn, cur *ourslmdb.Cursor) error {
 		for _, idx := range plan {
 			k, i := int(idx)/d.sz.Dups, int(idx)%d.sz.Dups
-			if err := txn.Put(d.dbi, d.key(k), leaf2Val(vb[:], k, 2*i+1), ourslmdb.NoDupData); err != nil {
+			if err := cur.Put(d.key(k), leaf2Val(vb[:], k, 2*i+1), ourslmdb.NoDupData); err != nil {
 				return fmt.Errorf("interior insert key %d after value %d: %w", k, i, err)
 			}
 		}
@@ -512,7 +540,7 @@ func (d *leaf2DB) interior(plan []int32) (time.Duration, error) {
 // exactDelete deletes the planned odd values again, last inserted first.
 func (d *leaf2DB) exactDelete(plan []int32) (time.Duration, error) {
 	var vb [8]byte
-	el, err := d.write(func(txn *ourslmdb.Txn) error {
+	el, err := d.write(func(txn *ourslmdb.Txn, _ *ourslmdb.Cursor) error {
 		for j := len(plan) - 1; j >= 0; j-- {
 			k, i := int(plan[j])/d.sz.Dups, int(plan[j])%d.sz.Dups
 			if err := txn.Del(d.dbi, d.key(k), leaf2Val(vb[:], k, 2*i+1)); err != nil {
@@ -626,6 +654,9 @@ func (d *leaf2DB) run(p leaf2Plans) ([]float64, error) {
 	if out[8], err = d.footprint(); err != nil {
 		return nil, err
 	}
+	if out[9], err = d.highWater(); err != nil {
+		return nil, err
+	}
 	if el, err = d.lookups(p.lookups); err != nil {
 		return nil, err
 	}
@@ -642,7 +673,7 @@ func (d *leaf2DB) run(p leaf2Plans) ([]float64, error) {
 		if el, err = d.scans(d.dbi, leaf2ScanMultiple); err != nil {
 			return nil, err
 		}
-		out[9] = ms(el) / float64(d.sz.Passes)
+		out[10] = ms(el) / float64(d.sz.Passes)
 	}
 	if el, err = d.interior(p.inserts); err != nil {
 		return nil, err
@@ -656,7 +687,7 @@ func (d *leaf2DB) run(p leaf2Plans) ([]float64, error) {
 		if el, err = d.multiPut(); err != nil {
 			return nil, err
 		}
-		out[10] = float64(n) / el.Seconds() / 1e6
+		out[11] = float64(n) / el.Seconds() / 1e6
 	}
 	return out, nil
 }
@@ -710,11 +741,11 @@ func runLeaf2(c *Config) (*Table, error) {
 	t.Notes = []string{
 		"Both columns run on this module: the left one a DUPSORT|MDB_COUNTED|MDB_PREFIX_COMPRESSION DBI, the right one the same with DUPFIXED (LEAF2 pages for the duplicates). The ratio is left / right, so above 1x the DUPFIXED layout is faster (or, for the footprint, smaller); the two DUPFIXED-only rows have no left value.",
 		fmt.Sprintf("DLMDB's leaf2_bench workload: 16-byte keys, %s 8-byte values per key (k << 32 | 2i, big-endian), %d GiB map, NOSYNC|NOMETASYNC|NOLOCK. "+
-			"One round of one layout is the whole sequence on a fresh environment: ascending puts in %s-value txns; the footprint (dlmdb.Footprint: the DBI's pages, duplicate sub-trees included, × page size / values); %s MDB_GET_BOTH lookups of random pairs (every eighth an absent odd value); %d scan passes each of First/NextNoDup with NEXT_DUP per value, of one ListDupInto per key, of one ListDupFixed per key (a flat copy unless the values fill one page), of one ListDupRuns per key (runs left in the map, or in the cursor's decode storage for prefix-compressed values) and (DUPFIXED) of GET_MULTIPLE/NEXT_MULTIPLE; "+
-			"%s random interior inserts of odd values between existing ones in one txn, then their exact delete (key and value) in one txn; (DUPFIXED) the same data again into a second DBI with one MDB_MULTIPLE put (Cursor.PutMulti) per key, in %s-value txns. Write timers cover the operations, not the commits. %d alternating rounds (A B, B A, …), all kept.",
+			"One round of one layout is the whole sequence on a fresh environment (DLMDB gives the write phases fresh databases of their own): ascending cursor puts with MDB_APPENDDUP in %s-value txns, as DLMDB's append; two footprints after it: dlmdb.Footprint (the DBI's pages, duplicate sub-trees included, × page size / values) and DLMDB's measure, the environment's page high-water mark (last page + 1, × page size / values, which also counts the pages earlier txns freed); %s MDB_GET_BOTH lookups of random pairs (every eighth an absent odd value); %d scan passes each of First/NextNoDup with NEXT_DUP per value, of one ListDupInto per key, of one ListDupFixed per key (a flat copy unless the values fill one page), of one ListDupRuns per key (runs left in the map, or in the cursor's decode storage for prefix-compressed values) and (DUPFIXED) of GET_MULTIPLE/NEXT_MULTIPLE; "+
+			"%s random interior inserts of odd values between existing ones through one cursor (Cursor.Put, NoDupData) in one txn, then their exact delete (Txn.Del of key and value) in one txn; (DUPFIXED) the same data again into a second DBI with one MDB_MULTIPLE put (Cursor.PutMulti) per key, in %s-value txns. Write timers cover the operations, not the commits. %d alternating rounds (A B, B A, …), all kept.",
 			Comma(sz.Dups), sz.MapSize>>30, Comma(sz.TxnVals), Comma(len(plan.lookups)), sz.Passes, Comma(len(plan.inserts)), Comma(sz.TxnVals), sz.Rounds),
 		"Every round verifies outside the timers: value counts after each write phase, the checksum (a rotate and an xor per value into one of four lanes per key, folded inside the scan loops) and count of every scan pass against the model, GET_BOTH found/absent counts, the order around inserted values, a full scan after the deletes, the MDB_MULTIPLE DBI's count and a GET_MULTIPLE scan of it.",
-		"DLMDB's reference (C, Apple M3 Pro, 16 KiB pages; DUPFIXED over prefix DUPSORT): append 2.03x, interior insert 1.67x, exact delete 4.27x, scalar scan 1.72x, list_dup 17.6x, GET_BOTH 2.99x, footprint 16.23 vs 20.23 bytes/value; GET_MULTIPLE scan of all values 0.434 ms; MDB_MULTIPLE put of 256 × 4,096 values 344.6 M values/s.",
+		"DLMDB's reference (C, Apple M3 Pro, 16 KiB pages; prefix DUPSORT time / DUPFIXED time): append 2.03x, interior insert 1.67x, exact delete 4.27x, scalar scan 1.72x, list_dup 17.6x, GET_BOTH 2.99x; high-water footprint after append 20.23 (prefix DUPSORT) against 16.23 bytes/value (DUPFIXED), 1.25x in this table's terms; GET_MULTIPLE scan of all values 0.434 ms; MDB_MULTIPLE put of 256 × 4,096 values 344.6 M values/s.",
 	}
 	return t, nil
 }

@@ -1015,33 +1015,34 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		unsigned here = 0;
 		if ((x->x_db.d_flags & MDB_DUPFIXED) && d.mv_size != x->x_db.d_pad)
 			return MDB_BAD_VALSIZE;
-		if (d.mv_size) {
+		if (flags & MDB_APPENDDUP) {
+			/* as LMDB, only the last value is looked at: one descent
+			 * to it, refused unless d sorts above it, and the put goes
+			 * right after it (no search for d itself) */
+			if ((rc = dlmdb_cur_last(xc, &last, NULL)))
+				return rc;
+			if (dcmp(&d, &last) <= 0)
+				return MDB_KEYEXIST;
+			xc->c_ki[xc->c_top]++;
+			here = DL_PUT_HERE;
+		} else if (d.mv_size) {
 			rc = dlmdb_cursor_seek(xc, &probe, NULL, MDB_SET);
 			/* a miss leaves xc where the value goes (touching mc's
 			 * pages below does not move it) */
 			here = rc == MDB_NOTFOUND ? DL_PUT_HERE : 0;
 			if (rc == 0) {
-				/* APPENDDUP: LMDB looked only at the last value */
-				if ((flags & MDB_APPENDDUP) && (rc = dlmdb_cur_last(xc, &last, NULL)))
-					return rc;
-				if (flags & (MDB_NODUPDATA | MDB_APPENDDUP))
+				if (flags & MDB_NODUPDATA)
 					return MDB_KEYEXIST;
 				return leaf2_restamp(mc, &d);
 			}
 			if (rc != MDB_NOTFOUND)
 				return rc;
 		}
-		if (flags & MDB_APPENDDUP) {
-			if ((rc = dlmdb_cur_last(xc, &last, NULL)))
-				return rc;
-			if (dcmp(&d, &last) <= 0)
-				return MDB_KEYEXIST;
-		}
 		dlmdb_txn_changed(txn, mc);
 		if ((rc = dlmdb_cursor_touch(mc)))
 			return rc;
 		MDB_val empty = {0, NULL};
-		if ((rc = dlmdb_tree_put(xc, &d, &empty, (flags & MDB_APPENDDUP) ? MDB_APPEND : here)))
+		if ((rc = dlmdb_tree_put(xc, &d, &empty, (flags & MDB_APPENDDUP) ? MDB_APPEND | here : here)))
 			return rc;
 		n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
 		memcpy(dl_node_data(n), &x->x_db, sizeof x->x_db);

@@ -1427,7 +1427,9 @@ static inline void dl_guard_leave(dl_gtok *g)
 #define DL_PUT_TREE 0x80000000u	/* node carries DL_N_TREE */
 #define DL_PUT_DUP 0x40000000u	/* node carries DL_N_DUP; replaces any node kind */
 #define DL_PUT_HERE 0x20000000u	/* a search for this key (not found) left mc at its
-				 * insertion point: no search again */
+				 * insertion point, or (with MDB_APPEND) LAST and a
+				 * compare left mc just past the last item: no
+				 * search again */
 
 /* counted.c: count maintenance (used by put/split/del/dupsort) */
 /* add (entries, keys) to the branch nodes on mc's path above the leaf

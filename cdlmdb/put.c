@@ -123,6 +123,11 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		k.mv_data = keybuf;
 		k.mv_size = ck.mv_size;
 		exact = 1;
+	} else if ((flags & (MDB_APPEND | DL_PUT_HERE)) == (MDB_APPEND | DL_PUT_HERE) && mc->c_depth &&
+	    (mc->c_flags & DL_C_INIT)) {
+		/* the caller went LAST and checked key against the last
+		 * item, and mc stands just past it */
+		eofkeep = DL_C_EOF;
 	} else if (flags & MDB_APPEND) {
 		rc = dlmdb_search_root(mc, NULL, DL_SEARCH_LAST);
 		if (rc == MDB_NOTFOUND) {
