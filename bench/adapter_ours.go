@@ -180,4 +180,8 @@ func (c *oursCursor) NextMultiple() ([]byte, error) {
 	return v, oursErr(err)
 }
 
+func (c *oursCursor) AppendDup(key, val []byte) error {
+	return oursErr(c.c.Put(key, val, ourslmdb.AppendDup))
+}
+
 func (c *oursCursor) Close() { c.c.Close() }

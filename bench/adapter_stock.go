@@ -181,4 +181,8 @@ func (c *stockCursor) NextMultiple() ([]byte, error) {
 	return v, stockErr(err)
 }
 
+func (c *stockCursor) AppendDup(key, val []byte) error {
+	return stockErr(c.c.Put(key, val, stocklmdb.AppendDup))
+}
+
 func (c *stockCursor) Close() { c.c.Close() }

@@ -353,7 +353,7 @@ type corruptTxn struct {
 }
 type corruptCursor struct {
 	bench.Cursor
-	skipped, skippedMulti bool
+	skipped, skippedMulti, skippedPut bool
 }
 
 func (e corruptEngine) Open(dir string, o bench.Options) (bench.Env, error) {
@@ -407,6 +407,15 @@ func (c *corruptCursor) NextMultiple() ([]byte, error) {
 	return c.Cursor.NextMultiple()
 }
 
+// AppendDup drops one value, once.
+func (c *corruptCursor) AppendDup(key, val []byte) error {
+	if !c.skippedPut {
+		c.skippedPut = true
+		return nil
+	}
+	return c.Cursor.AppendDup(key, val)
+}
+
 func TestWrongResultsFailLoudly(t *testing.T) {
 	cases := []struct {
 		suite, rows string
@@ -419,6 +428,7 @@ func TestWrongResultsFailLoudly(t *testing.T) {
 		{"dropin", "full scan", false, "full scan saw"},
 		{"dropin", "range scan", false, "range scans saw"},
 		{"dropin", "promoted", false, "GET_MULTIPLE pass 1 read"},
+		{"dropin", "AppendDup", false, "AppendDup load holds"},
 		{"agentmem", "recent", false, "recent-10"},
 	}
 	for _, tc := range cases {

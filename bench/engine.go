@@ -119,5 +119,8 @@ type Cursor interface {
 	// (a nil-pointer panic) unless a key is passed in.
 	GetMultiple(key []byte) (vals []byte, err error)
 	NextMultiple() (vals []byte, err error)
+	// AppendDup stores val as key's new last duplicate (MDB_APPENDDUP,
+	// DupSort); an error unless val sorts above the key's values.
+	AppendDup(key, val []byte) error
 	Close()
 }
