@@ -862,6 +862,28 @@ static int gather(MDB_cursor *mc, MDB_val *vals, unsigned *m, unsigned cap)
 	return 0;
 }
 
+/*
+ * Whether mc's sub-cursor still stands on the last value of node n's
+ * sub-tree, as a put through mc that was the txn's last change left it:
+ * its stack was current then (c_gen, set by dlmdb_dup_put), nothing has
+ * changed since (t_gen), n still holds the record the sub-cursor works
+ * on, and every level of the stack is at its last entry.  A run of
+ * APPENDDUP puts then skips the setup and the descent to the last value.
+ */
+static int xc_on_last(MDB_cursor *mc, const dl_node *n)
+{
+	dl_xcur *x = mc->c_sub;
+	MDB_cursor *xc = &x->x_c;
+	if ((xc->c_flags & (DL_C_INIT | DL_C_SAVED | DL_C_DEL)) != DL_C_INIT || xc->c_inline ||
+	    xc->c_owner != mc || xc->c_gen != mc->c_txn->t_gen || !xc->c_depth ||
+	    dl_node_dsize(n) != sizeof(dl_dbrec) || memcmp(dl_node_data(n), &x->x_db, sizeof(dl_dbrec)))
+		return 0;
+	for (unsigned l = 0; l <= xc->c_top; l++)
+		if (xc->c_ki[l] + 1u != dl_pg_nkeys(xc->c_pg[l]))
+			return 0;
+	return 1;
+}
+
 /* Room for every value a sub-page can hold (at least one byte each in a
  * LEAF2 sub-page, so never more than nodemax), kept per transaction. */
 static MDB_val *vals_buf(MDB_txn *txn, unsigned *cap)
@@ -1008,7 +1030,10 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 	}
 	dl_node *n = dl_pg_node(mc->c_pg[mc->c_top], mc->c_ki[mc->c_top]);
 	if ((n->n_flags & (DL_N_DUP | DL_N_TREE)) == (DL_N_DUP | DL_N_TREE)) {
-		if ((rc = dlmdb_dup_setup(mc)))
+		/* an APPENDDUP run through this cursor: its sub-cursor may still
+		 * stand on the last value, where the previous put left it */
+		int onlast = (flags & MDB_APPENDDUP) && xc_on_last(mc, n);
+		if (!onlast && (rc = dlmdb_dup_setup(mc)))
 			return rc;
 		MDB_cursor *xc = &x->x_c;
 		MDB_val probe = d, last;
@@ -1019,8 +1044,13 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 			/* as LMDB, only the last value is looked at: one descent
 			 * to it, refused unless d sorts above it, and the put goes
 			 * right after it (no search for d itself) */
-			if ((rc = dlmdb_cur_last(xc, &last, NULL)))
+			if (onlast) {
+				if ((rc = dlmdb_cur_fetch(xc, &last, NULL)))
+					return rc;
+				xc->c_flags |= DL_C_EOF;	/* as LAST */
+			} else if ((rc = dlmdb_cur_last(xc, &last, NULL))) {
 				return rc;
+			}
 			if (dcmp(&d, &last) <= 0)
 				return MDB_KEYEXIST;
 			xc->c_ki[xc->c_top]++;
@@ -1050,6 +1080,7 @@ int dlmdb_dup_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 		dlmdb_count_bump(mc, 1, 0);
 		mc->c_flags = DL_C_INIT;
 		txn->t_gen++;
+		xc->c_gen = txn->t_gen;	/* its stack is current (xc_on_last) */
 		return 0;
 	}
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -148,4 +149,202 @@ func appendDupLoad(t *testing.T, eng engine, dir string, dbFlags, put uint, keys
 	}
 	last, err := env.lastPgno()
 	return last, st, err
+}
+
+// DLMDB's DBI flags (MDB_COUNTED, MDB_PREFIX_COMPRESSION), for the
+// variants that only our engine runs.
+const (
+	fCountedExt = 0x80
+	fPrefixExt  = 0x100
+)
+
+// TestAppendDupRunInterrupted: a run of MDB_APPENDDUP puts through one
+// cursor into a promoted duplicate set, interrupted by everything that can
+// change the set or move the cursor in between: another cursor's put past
+// the last value, a plain put and a delete through the txn, a lookup and a
+// step to another key through the same cursor, a delete through it, a
+// nested txn that commits and one that aborts, and puts to another key.
+// Every answer and the final contents must be stock LMDB's (and its last
+// page, for the layouts stock has). Our engine also runs each layout with
+// MDB_COUNTED and MDB_PREFIX_COMPRESSION, where the answers must not
+// change.
+func TestAppendDupRunInterrupted(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, base := range []uint{fDupSort | fDupFixed, fDupSort} {
+		want, wantDump, wantLast, err := appendDupScript(stockEngine{}, t.TempDir(), base)
+		if err != nil {
+			t.Fatalf("flags %#x: stock: %v", base, err)
+		}
+		variants := []uint{base}
+		if subject.name() != "stock" {
+			variants = append(variants, base|fCountedExt, base|fPrefixExt, base|fCountedExt|fPrefixExt)
+		}
+		for _, flags := range variants {
+			got, dump, last, err := appendDupScript(subject, t.TempDir(), flags)
+			if err != nil {
+				t.Fatalf("flags %#x: %s: %v", flags, subject.name(), err)
+			}
+			for i := range max(len(got), len(want)) {
+				var g, w string
+				if i < len(got) {
+					g = got[i]
+				}
+				if i < len(want) {
+					w = want[i]
+				}
+				if g != w {
+					t.Fatalf("flags %#x: step %d: %s answered %q, stock %q", flags, i, subject.name(), g, w)
+				}
+			}
+			if dump != wantDump {
+				t.Errorf("flags %#x: contents differ from stock's (%d against %d bytes of dump)", flags, len(dump), len(wantDump))
+			}
+			if flags == base && last != wantLast {
+				t.Errorf("flags %#x: last page %d, stock %d", flags, last, wantLast)
+			}
+		}
+	}
+}
+
+// appendDupScript runs TestAppendDupRunInterrupted's sequence on eng and
+// returns its answers, a dump of the DB after the commit and the last page.
+func appendDupScript(eng engine, dir string, flags uint) ([]string, string, uint64, error) {
+	env, err := eng.openEnv(dir, envOpts{mapSize: 256 << 20, maxDBs: 2, flags: fNoSync})
+	if err != nil {
+		return nil, "", 0, err
+	}
+	defer env.close()
+	txn, err := env.begin(nil, 0)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	defer func() {
+		if txn != nil {
+			txn.abort()
+		}
+	}()
+	dbi, err := txn.openDBI("dups", flags|fCreate)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	var log []string
+	val := func(x int) []byte {
+		b := make([]byte, 8)
+		binary.BigEndian.PutUint64(b, uint64(x))
+		return b
+	}
+	k0, k1, k2 := []byte("k0"), []byte("k1"), []byte("k2")
+	note := func(what string, err error) { log = append(log, what+": "+errName(eng.code(err))) }
+	// where cursor c stands (after a put: the value it put)
+	at := func(c tCursor, what string) {
+		k, v, err := c.get(nil, nil, cGetCurrent)
+		log = append(log, fmt.Sprintf("%s: at %s %x %s", what, k, v, errName(eng.code(err))))
+	}
+	a, err := txn.cursor(dbi)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	b, err := txn.cursor(dbi)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	for _, k := range [][]byte{k0, k2} {
+		for x := 0; x < 20; x += 2 {
+			note(fmt.Sprintf("put %s %d", k, x), txn.put(dbi, k, val(x), 0))
+		}
+	}
+	appendA := func(x int) {
+		note(fmt.Sprintf("A appenddup k1 %d", x), a.put(k1, val(x), fAppendDup))
+		at(a, "A")
+	}
+	for x := 0; x < 2400; x += 2 { // a sub-tree of several leaves
+		if err := a.put(k1, val(x), fAppendDup); err != nil {
+			return nil, "", 0, fmt.Errorf("A appenddup k1 %d: %w", x, err)
+		}
+	}
+	at(a, "A after the run")
+	// another cursor's put past the last value
+	note("B appenddup k1 2400", b.put(k1, val(2400), fAppendDup))
+	appendA(2399)
+	appendA(2401)
+	// a plain put and a delete through the txn
+	note("put k1 2404", txn.put(dbi, k1, val(2404), 0))
+	appendA(2403)
+	appendA(2406)
+	note("del k1 2406", txn.del(dbi, k1, val(2406)))
+	appendA(2405)
+	// the same cursor looks elsewhere first
+	_, v, err := a.get(k1, val(100), cGetBoth)
+	log = append(log, fmt.Sprintf("A get_both k1 100: %x %s", v, errName(eng.code(err))))
+	appendA(2408)
+	k, v, err := a.get(nil, nil, cNextNoDup)
+	log = append(log, fmt.Sprintf("A next_nodup: %s %x %s", k, v, errName(eng.code(err))))
+	appendA(2410)
+	k, v, err = a.get(nil, nil, cPrevDup)
+	log = append(log, fmt.Sprintf("A prev_dup: %s %x %s", k, v, errName(eng.code(err))))
+	appendA(2409)
+	appendA(2412)
+	// a delete through the cursor itself (its current value: the last)
+	note("A del", a.del(0))
+	appendA(2411)
+	// a nested txn that commits values past the last one, and one that
+	// aborts many (splits included)
+	for _, commit := range []bool{true, false} {
+		child, err := env.begin(txn, 0)
+		if err != nil {
+			return nil, "", 0, err
+		}
+		c, err := child.cursor(dbi)
+		if err != nil {
+			child.abort()
+			return nil, "", 0, err
+		}
+		lo := 3000 // past the last value: 2411, then (the first child committed) 4000
+		if !commit {
+			lo = 4100
+		}
+		for x := lo; x < lo+1000; x += 2 {
+			if err := c.put(k1, val(x), fAppendDup); err != nil {
+				child.abort()
+				return nil, "", 0, fmt.Errorf("child appenddup k1 %d: %w", x, err)
+			}
+		}
+		c.close()
+		if commit {
+			note("child commit", child.commit())
+			appendA(3997)
+			appendA(4000)
+		} else {
+			child.abort()
+			appendA(4001)
+		}
+	}
+	// another key between the puts of a long run
+	for x := 4002; x < 6000; x += 2 {
+		if x%50 == 0 {
+			note(fmt.Sprintf("B appenddup k2 %d", x), b.put(k2, val(x), fAppendDup))
+		}
+		if err := a.put(k1, val(x), fAppendDup); err != nil {
+			return nil, "", 0, fmt.Errorf("A appenddup k1 %d: %w", x, err)
+		}
+	}
+	at(a, "A after the second run")
+	a.close()
+	b.close()
+	if err := txn.commit(); err != nil {
+		return nil, "", 0, err
+	}
+	txn = nil
+	kv, st, err := dumpDB(eng, env, dbi)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	var dump strings.Builder
+	for _, p := range kv {
+		fmt.Fprintf(&dump, "%s=%x\n", p.k, p.v)
+	}
+	fmt.Fprintf(&dump, "entries %d\n", st.items)
+	last, err := env.lastPgno()
+	return log, dump.String(), last, err
 }
