@@ -112,6 +112,7 @@ func appendDupLoad(t *testing.T, eng engine, dir string, dbFlags, put uint, keys
 			}
 		}
 	}
+	cur.close()
 	if err != nil {
 		txn.abort()
 		return 0, tStat{}, err
@@ -128,6 +129,7 @@ func appendDupLoad(t *testing.T, eng engine, dir string, dbFlags, put uint, keys
 	if err != nil {
 		return 0, tStat{}, err
 	}
+	defer rc.close()
 	for k := 0; k < keys; k++ {
 		_, v, err := rc.get(key(k), nil, cSetKey)
 		for j := 0; j < dups; j++ {
@@ -249,9 +251,13 @@ func appendDupScript(eng engine, dir string, flags uint) ([]string, string, uint
 	if err != nil {
 		return nil, "", 0, err
 	}
-	for _, k := range [][]byte{k0, k2} {
-		for x := 0; x < 20; x += 2 {
-			note(fmt.Sprintf("put %s %d", k, x), txn.put(dbi, k, val(x), 0))
+	// k0 a few values (a sub-page), k2 a sub-tree of its own
+	for x := 0; x < 20; x += 2 {
+		note(fmt.Sprintf("put k0 %d", x), txn.put(dbi, k0, val(x), 0))
+	}
+	for x := 0; x < 2400; x += 2 {
+		if err := txn.put(dbi, k2, val(x), 0); err != nil {
+			return nil, "", 0, fmt.Errorf("put k2 %d: %w", x, err)
 		}
 	}
 	appendA := func(x int) {
@@ -285,9 +291,17 @@ func appendDupScript(eng engine, dir string, flags uint) ([]string, string, uint
 	log = append(log, fmt.Sprintf("A prev_dup: %s %x %s", k, v, errName(eng.code(err))))
 	appendA(2409)
 	appendA(2412)
+	// a lookup of a missing key, then a put to another sub-tree (k2's)
+	k, v, err = a.get([]byte("k15"), nil, cSet)
+	log = append(log, fmt.Sprintf("A set k15: %s %x %s", k, v, errName(eng.code(err))))
+	note("A appenddup k2 2400", a.put(k2, val(2400), fAppendDup))
+	at(a, "A")
+	appendA(2413)
+	appendA(2414)
 	// a delete through the cursor itself (its current value: the last)
 	note("A del", a.del(0))
-	appendA(2411)
+	appendA(2413)
+	appendA(2416)
 	// a nested txn that commits values past the last one, and one that
 	// aborts many (splits included)
 	for _, commit := range []bool{true, false} {
@@ -300,7 +314,7 @@ func appendDupScript(eng engine, dir string, flags uint) ([]string, string, uint
 			child.abort()
 			return nil, "", 0, err
 		}
-		lo := 3000 // past the last value: 2411, then (the first child committed) 4000
+		lo := 3000 // past the last value: 2416, then (the first child committed) 4000
 		if !commit {
 			lo = 4100
 		}
@@ -320,8 +334,19 @@ func appendDupScript(eng engine, dir string, flags uint) ([]string, string, uint
 			appendA(4001)
 		}
 	}
+	// a nested txn that swaps the last value for a greater one: the same
+	// count and pages, new copies of them in the parent
+	child, err := env.begin(txn, 0)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	note("child del k1 4001", child.del(dbi, k1, val(4001)))
+	note("child put k1 4005", child.put(dbi, k1, val(4005), 0))
+	note("child commit", child.commit())
+	appendA(4003)
+	appendA(4006)
 	// another key between the puts of a long run
-	for x := 4002; x < 6000; x += 2 {
+	for x := 4010; x < 6000; x += 2 {
 		if x%50 == 0 {
 			note(fmt.Sprintf("B appenddup k2 %d", x), b.put(k2, val(x), fAppendDup))
 		}
