@@ -373,3 +373,116 @@ func appendDupScript(eng engine, dir string, flags uint) ([]string, string, uint
 	last, err := env.lastPgno()
 	return log, dump.String(), last, err
 }
+
+// TestAppendRunLikeStock: MDB_APPEND puts through one cursor into a plain
+// DB (ours skips the descent to the last key while the cursor still stands
+// there), interrupted by another cursor's append, a put in the middle
+// through the txn, moves of the cursor (to the first key, and to keys all
+// over the tree, the last ones of their leaves among them), deletes through
+// the txn of the last few hundred keys (pages merge and are freed) put back
+// again, a delete of the last key through the cursor and refused appends.
+// Every answer, the contents and the last page must be stock LMDB's.
+func TestAppendRunLikeStock(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	run := func(eng engine) ([]string, string, uint64, error) {
+		env, err := eng.openEnv(t.TempDir(), envOpts{mapSize: 256 << 20, maxDBs: 2, flags: fNoSync})
+		if err != nil {
+			return nil, "", 0, err
+		}
+		defer env.close()
+		txn, err := env.begin(nil, 0)
+		if err != nil {
+			return nil, "", 0, err
+		}
+		dbi, err := txn.openDBI("plain", fCreate)
+		var a, b tCursor
+		if err == nil {
+			a, err = txn.cursor(dbi)
+		}
+		if err == nil {
+			b, err = txn.cursor(dbi)
+		}
+		if err != nil {
+			txn.abort()
+			return nil, "", 0, err
+		}
+		var log []string
+		key := func(i int) []byte { return []byte(fmt.Sprintf("key-%07d", i)) }
+		val := bytes.Repeat([]byte("v"), 60)
+		for i := 0; i < 20000; i += 2 {
+			var err error
+			switch {
+			case i%50 == 10:
+				// the cursor somewhere else first
+				_, _, gerr := a.get(key((i/3)&^1), nil, cSetKey)
+				log = append(log, "A set_key: "+errName(eng.code(gerr)))
+				err = a.put(key(i), val, fAppend)
+			case i%5000 == 4000:
+				for j := i - 400; j < i; j += 2 {
+					if derr := txn.del(dbi, key(j), nil); derr != nil {
+						log = append(log, fmt.Sprintf("txn del %d: %s", j, errName(eng.code(derr))))
+					}
+				}
+				for j := i - 400; j < i; j += 2 {
+					if perr := txn.put(dbi, key(j), val, 0); perr != nil {
+						log = append(log, fmt.Sprintf("txn put %d: %s", j, errName(eng.code(perr))))
+					}
+				}
+				err = a.put(key(i), val, fAppend)
+			case i%1000 == 500:
+				err = b.put(key(i), val, fAppend) // another cursor appends
+			case i%1000 == 0:
+				log = append(log, "txn put in the middle: "+errName(eng.code(txn.put(dbi, key(i/2+1), val, 0))))
+				err = a.put(key(i), val, fAppend)
+			case i%1000 == 250:
+				_, _, gerr := a.get(nil, nil, cFirst)
+				log = append(log, "A first: "+errName(eng.code(gerr)))
+				err = a.put(key(i), val, fAppend)
+			case i%1000 == 750:
+				log = append(log, "A append the last again: "+errName(eng.code(a.put(key(i-2), val, fAppend))))
+				log = append(log, "A append below the last: "+errName(eng.code(a.put(key(i-3), val, fAppend))))
+				k, _, gerr := a.get(nil, nil, cGetCurrent)
+				log = append(log, fmt.Sprintf("A at %s %s", k, errName(eng.code(gerr))))
+				log = append(log, "A del the last: "+errName(eng.code(a.del(0))))
+				err = a.put(key(i), val, fAppend)
+			default:
+				err = a.put(key(i), val, fAppend)
+			}
+			if err != nil {
+				log = append(log, fmt.Sprintf("append %d: %s", i, errName(eng.code(err))))
+			}
+		}
+		a.close()
+		b.close()
+		if err := txn.commit(); err != nil {
+			return nil, "", 0, err
+		}
+		kv, st, err := dumpDB(eng, env, dbi)
+		if err != nil {
+			return nil, "", 0, err
+		}
+		var dump strings.Builder
+		for _, p := range kv {
+			fmt.Fprintf(&dump, "%s=%x\n", p.k, p.v)
+		}
+		fmt.Fprintf(&dump, "%v\n", st)
+		last, err := env.lastPgno()
+		return log, dump.String(), last, err
+	}
+	want, wantDump, wantLast, err := run(stockEngine{})
+	if err != nil {
+		t.Fatalf("stock: %v", err)
+	}
+	got, dump, last, err := run(subject)
+	if err != nil {
+		t.Fatalf("%s: %v", subject.name(), err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("answers differ:\n%s: %q\nstock: %q", subject.name(), got, want)
+	}
+	if dump != wantDump || last != wantLast {
+		t.Fatalf("after the commit: %s has %d bytes of dump and last page %d, stock %d and %d", subject.name(), len(dump), last, len(wantDump), wantLast)
+	}
+	t.Logf("%d answers alike, last page %d", len(got), last)
+}
