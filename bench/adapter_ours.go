@@ -180,6 +180,10 @@ func (c *oursCursor) NextMultiple() ([]byte, error) {
 	return v, oursErr(err)
 }
 
+func (c *oursCursor) Append(key, val []byte) error {
+	return oursErr(c.c.Put(key, val, ourslmdb.Append))
+}
+
 func (c *oursCursor) AppendDup(key, val []byte) error {
 	return oursErr(c.c.Put(key, val, ourslmdb.AppendDup))
 }

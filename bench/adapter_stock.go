@@ -181,6 +181,10 @@ func (c *stockCursor) NextMultiple() ([]byte, error) {
 	return v, stockErr(err)
 }
 
+func (c *stockCursor) Append(key, val []byte) error {
+	return stockErr(c.c.Put(key, val, stocklmdb.Append))
+}
+
 func (c *stockCursor) AppendDup(key, val []byte) error {
 	return stockErr(c.c.Put(key, val, stocklmdb.AppendDup))
 }

@@ -407,6 +407,15 @@ func (c *corruptCursor) NextMultiple() ([]byte, error) {
 	return c.Cursor.NextMultiple()
 }
 
+// Append drops one entry, once.
+func (c *corruptCursor) Append(key, val []byte) error {
+	if !c.skippedPut {
+		c.skippedPut = true
+		return nil
+	}
+	return c.Cursor.Append(key, val)
+}
+
 // AppendDup drops one value, once.
 func (c *corruptCursor) AppendDup(key, val []byte) error {
 	if !c.skippedPut {
@@ -429,6 +438,7 @@ func TestWrongResultsFailLoudly(t *testing.T) {
 		{"dropin", "range scan", false, "range scans saw"},
 		{"dropin", "promoted", false, "GET_MULTIPLE pass 1 read"},
 		{"dropin", "AppendDup", false, "AppendDup load holds"},
+		{"dropin", "Put.Append", false, "verify: 1999 entries"},
 		{"agentmem", "recent", false, "recent-10"},
 	}
 	for _, tc := range cases {

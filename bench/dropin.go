@@ -157,6 +157,47 @@ func runDropin(c *Config) (*Table, error) {
 		return nsPer(el, len(order)), nil
 	}
 
+	// appendRound loads all entries in key order into a fresh environment
+	// through one cursor with MDB_APPEND, within one write transaction,
+	// and times the puts plus the commit.
+	appendRound := func(e Engine) (float64, error) {
+		s, err := openScratch(c, e, "dropin-append", bulkOpts)
+		if err != nil {
+			return 0, err
+		}
+		defer s.close()
+		t0 := time.Now()
+		txn, err := s.Begin(false)
+		if err != nil {
+			return 0, err
+		}
+		db, err := txn.OpenDB("", 0)
+		var cur Cursor
+		if err == nil {
+			cur, err = txn.Cursor(db)
+		}
+		for i := 0; i < sz.N && err == nil; i++ {
+			if err = cur.Append(keys.At(i), vals.At(i)); err != nil {
+				err = fmt.Errorf("append %d: %w", i, err)
+			}
+		}
+		if cur != nil {
+			cur.Close()
+		}
+		if err != nil {
+			txn.Abort()
+			return 0, err
+		}
+		if err := txn.Commit(); err != nil {
+			return 0, err
+		}
+		el := time.Since(t0)
+		if err := verifyContents(s, "", sz.N, 13, key, sz.ValSize); err != nil {
+			return 0, err
+		}
+		return nsPer(el, sz.N), nil
+	}
+
 	// delRound loads all entries into a fresh environment (untimed), then
 	// times deleting every other key of randOrder in one write transaction.
 	delRound := func(e Engine) (float64, error) {
@@ -629,6 +670,7 @@ func runDropin(c *Config) (*Table, error) {
 	kv := fmt.Sprintf("%s × (16 B key, %d B value)", Comma(sz.N), sz.ValSize)
 	rows := []workload{
 		{"sequential put, 1 txn + commit (NOSYNC)", kv, "ns/put", func(e Engine, _, _ int) (float64, error) { return putRound(e, seqOrder) }, 0},
+		{"sequential load, Cursor.Put(Append), 1 txn + commit (NOSYNC)", kv, "ns/put", func(e Engine, _, _ int) (float64, error) { return appendRound(e) }, 0},
 		{"random put, 1 txn + commit (NOSYNC)", kv, "ns/put", func(e Engine, _, _ int) (float64, error) { return putRound(e, randOrder) }, 0},
 		{"random delete of ½ the keys, 1 txn + commit (NOSYNC)", kv, "ns/del", func(e Engine, _, _ int) (float64, error) { return delRound(e) }, 0},
 		{"random get (copying)", fmt.Sprintf("%s gets of %s", Comma(sz.Gets), Comma(sz.N)), "ns/get", func(_ Engine, side, _ int) (float64, error) { return getRound(side, false) }, 0},

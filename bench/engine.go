@@ -119,6 +119,9 @@ type Cursor interface {
 	// (a nil-pointer panic) unless a key is passed in.
 	GetMultiple(key []byte) (vals []byte, err error)
 	NextMultiple() (vals []byte, err error)
+	// Append stores key, which must sort above every key, with val
+	// (MDB_APPEND); an error otherwise.
+	Append(key, val []byte) error
 	// AppendDup stores val as key's new last duplicate (MDB_APPENDDUP,
 	// DupSort); an error unless val sorts above the key's values.
 	AppendDup(key, val []byte) error

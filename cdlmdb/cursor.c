@@ -27,6 +27,7 @@ void dlmdb_cursor_setup(MDB_cursor *mc, MDB_txn *txn, MDB_dbi dbi)
 	mc->c_top = 0;
 	mc->c_depth = 0;
 	mc->c_far = 0;
+	mc->c_tmask = 0;
 	mc->c_savedlen = 0;
 	mc->c_rkleaf = NULL;
 	mc->c_rkdepth = 0;
@@ -715,6 +716,8 @@ int dlmdb_cursor_touch(MDB_cursor *mc)
 	MDB_txn *txn = mc->c_txn;
 	for (unsigned l = 0; l < mc->c_depth; l++) {
 		dl_page *np;
+		if (((mc->c_tmask >> l) & 1) && mc->c_tpg[l] == mc->c_pg[l])
+			continue;	/* made writable by this cursor already */
 		/* the copy is keyed by the page's own header: a damaged header
 		 * naming another page would make us edit (and free) that one */
 		if (!mc->c_inline && DL_UNLIKELY(mc->c_pg[l]->p_pgno != (l ? dl_node_child(dl_pg_node(
@@ -729,6 +732,10 @@ int dlmdb_cursor_touch(MDB_cursor *mc)
 			else
 				dl_node_set_child(dl_pg_node(mc->c_pg[l - 1], mc->c_ki[l - 1]), np->p_pgno);
 			mc->c_pg[l] = np;
+		}
+		if (!mc->c_inline) {
+			mc->c_tpg[l] = np;
+			mc->c_tmask |= 1u << l;
 		}
 	}
 	txn->t_dbstate[mc->c_dbi] |= DL_DBS_DIRTY;

@@ -65,6 +65,22 @@ void dlmdb_cursors_forget(MDB_txn *txn, MDB_dbi dbi)
 	txn->t_dbstate[dbi] |= DL_DBS_EMPTIED;
 }
 
+/* Whether any cursor but mc (also of enclosing txns) on mc's DB is saved
+ * as standing past the end of a leaf: only then is there anything for
+ * dlmdb_retarget_past to do (its callers ask first, before they build the
+ * keys it takes). */
+int dlmdb_past_cursors(const MDB_cursor *mc)
+{
+	if (mc->c_owner || (mc->c_db->d_flags & MDB_DUPSORT))
+		return 0;
+	unsigned want = DL_C_INIT | DL_C_SAVED | DL_C_PAST;
+	for (MDB_txn *t = mc->c_txn; t; t = t->t_parent)
+		for (MDB_cursor *c = t->t_cursors; c; c = c->c_next)
+			if (c != mc && c->c_dbi == mc->c_dbi && (c->c_flags & want) == want)
+				return 1;
+	return 0;
+}
+
 /*
  * Cursors (also of enclosing txns) saved as standing past the end of the
  * leaf whose last key is `from` get `to` as their anchor, past the end of
@@ -72,7 +88,7 @@ void dlmdb_cursors_forget(MDB_txn *txn, MDB_dbi dbi)
  */
 void dlmdb_retarget_past(MDB_cursor *mc, const MDB_val *from, const MDB_val *to, unsigned pastflag)
 {
-	if (mc->c_owner || (mc->c_db->d_flags & MDB_DUPSORT))
+	if (!dlmdb_past_cursors(mc))
 		return;
 	unsigned want = DL_C_INIT | DL_C_SAVED | DL_C_PAST;
 	for (MDB_txn *t = mc->c_txn; t; t = t->t_parent) {
@@ -155,7 +171,7 @@ static int borrow_leaf_node(MDB_cursor *mc, unsigned level, int *done)
 		sib = nsib;
 		nd = fixed ? NULL : dl_pg_node(sib, from);
 	}
-	if (fromleft && sn >= 2 && !fixed) {
+	if (fromleft && sn >= 2 && !fixed && dlmdb_past_cursors(mc)) {
 		/* cursors past the end of the left page stay past its end */
 		MDB_val moved, newlast;
 		unsigned char mb[DL_MAXKEY], nb[DL_MAXKEY];
@@ -362,7 +378,7 @@ static int rebalance(MDB_cursor *mc)
 				right = nsib;
 		}
 		unsigned base = dl_pg_nkeys(left), rn = dl_pg_nkeys(right);
-		if (!branch && !fixed && base && rn && left == sib) {
+		if (!branch && !fixed && base && rn && left == sib && dlmdb_past_cursors(mc)) {
 			/* as LMDB's index arithmetic: a cursor past the end of the
 			 * left page now stands on the right page's first item */
 			MDB_val llast, rfirst;

@@ -412,6 +412,12 @@ struct MDB_cursor {
 	 * this cursor ended, which orders the next one's compares (a hint
 	 * only: results never depend on it) */
 	unsigned c_far;
+	/* pages this cursor made writable in its txn: bit l of c_tmask says
+	 * c_tpg[l] is one (dlmdb_cursor_touch; cleared by cursor setup).  A
+	 * page of the txn's own stays its own until the txn ends, so a level
+	 * whose c_pg still is that page needs no new touch. */
+	unsigned c_tmask;
+	dl_page *c_tpg[DL_MAX_DEPTH];
 	dl_page *c_pg[DL_MAX_DEPTH];
 	indx_t c_ki[DL_MAX_DEPTH];
 	size_t c_savedlen;
@@ -1307,6 +1313,7 @@ DL_HIDDEN int dlmdb_tree_del_current(MDB_cursor *mc, int allow_tree);
 DL_HIDDEN int dlmdb_tree_del_discard(MDB_cursor *mc);
 DL_HIDDEN int dlmdb_tree_free_all(MDB_txn *txn, dl_dbrec *db);
 DL_HIDDEN void dlmdb_cursors_forget(MDB_txn *txn, MDB_dbi dbi);
+DL_HIDDEN int dlmdb_past_cursors(const MDB_cursor *mc);
 DL_HIDDEN void dlmdb_retarget_past(MDB_cursor *mc, const MDB_val *from, const MDB_val *to,
 	unsigned pastflag);
 

@@ -276,7 +276,7 @@ int dlmdb_insert_at(MDB_cursor *mc, unsigned level, unsigned idx, const void *bl
 	}
 	if (dl_pg_room(p) >= dl_even(len) + sizeof(indx_t)) {
 		unsigned n = dl_pg_nkeys(p);
-		if (dl_pg_is_leaf(p) && n && idx == n) {
+		if (dl_pg_is_leaf(p) && n && idx == n && dlmdb_past_cursors(mc)) {
 			/* a cursor past the end of this leaf stays past its end */
 			MDB_val oldlast, newlast;
 			unsigned char ob[DL_MAXKEY];
@@ -410,7 +410,7 @@ static int split_page(MDB_cursor *mc, unsigned level, unsigned idx, const void *
 	else
 		mc->c_db->d_leaf++;
 
-	if (!branch && v.n >= 2) {
+	if (!branch && v.n >= 2 && dlmdb_past_cursors(mc)) {
 		/* as LMDB: a cursor past the end of the page ends up past the end
 		 * of the new right page */
 		MDB_val oldlast, newlast;
