@@ -501,8 +501,15 @@ static int child_begin(MDB_txn *txn, MDB_txn *parent)
 	txn->t_last_reclaimed = parent->t_last_reclaimed;
 	txn->t_nreclaimed = parent->t_nreclaimed;
 	txn->t_flags = parent->t_flags & DL_T_DIRTY;
-	/* the parent's cursors will have to re-seek once we are done */
+	/* the parent's cursors will have to re-seek once we are done, and
+	 * forget which pages they made writable (the child's commit may
+	 * replace those pages with its copies) */
 	dlmdb_txn_changed(parent, NULL);
+	for (MDB_cursor *c = parent->t_cursors; c; c = c->c_next) {
+		c->c_tmask = 0;
+		if (c->c_sub)
+			c->c_sub->x_c.c_tmask = 0;
+	}
 	if ((rc = cursors_backup(txn)))
 		return rc;
 	parent->t_child = txn;
