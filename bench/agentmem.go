@@ -225,14 +225,10 @@ func amWrite(env Env, id, ver int) (time.Duration, error) {
 	if err == nil {
 		err = txn.Put(db, k, v)
 	}
+	el, err := endTimed(txn, nil, err, t0)
 	if err != nil {
-		txn.Abort()
 		return 0, err
 	}
-	if err := txn.Commit(); err != nil {
-		return 0, err
-	}
-	el := time.Since(t0)
 	return el, amCheck(env, id, ver)
 }
 

@@ -124,8 +124,9 @@ func runDropin(c *Config) (*Table, error) {
 	}
 
 	// putRound loads all entries in the given order into a fresh environment
-	// within one write transaction and times puts plus commit.
-	putRound := func(e Engine, order []int32) (float64, error) {
+	// within one write transaction and times puts plus commit: Txn.Put, or
+	// with viaAppend one cursor's MDB_APPEND puts (order ascending).
+	putRound := func(e Engine, order []int32, viaAppend bool) (float64, error) {
 		s, err := openScratch(c, e, "dropin-put", bulkOpts)
 		if err != nil {
 			return 0, err
@@ -137,65 +138,31 @@ func runDropin(c *Config) (*Table, error) {
 			return 0, err
 		}
 		db, err := txn.OpenDB("", 0)
-		if err != nil {
-			txn.Abort()
-			return 0, err
+		var cur Cursor
+		if err == nil && viaAppend {
+			cur, err = txn.Cursor(db)
 		}
 		for _, i := range order {
-			if err := txn.Put(db, keys.At(int(i)), vals.At(int(i))); err != nil {
-				txn.Abort()
-				return 0, fmt.Errorf("put %d: %w", i, err)
+			if err != nil {
+				break
+			}
+			if viaAppend {
+				err = cur.Append(keys.At(int(i)), vals.At(int(i)))
+			} else {
+				err = txn.Put(db, keys.At(int(i)), vals.At(int(i)))
+			}
+			if err != nil {
+				err = fmt.Errorf("put %d: %w", i, err)
 			}
 		}
-		if err := txn.Commit(); err != nil {
+		el, err := endTimed(txn, cur, err, t0)
+		if err != nil {
 			return 0, err
 		}
-		el := time.Since(t0)
 		if err := verifyContents(s, "", sz.N, 13, key, sz.ValSize); err != nil {
 			return 0, err
 		}
 		return nsPer(el, len(order)), nil
-	}
-
-	// appendRound loads all entries in key order into a fresh environment
-	// through one cursor with MDB_APPEND, within one write transaction,
-	// and times the puts plus the commit.
-	appendRound := func(e Engine) (float64, error) {
-		s, err := openScratch(c, e, "dropin-append", bulkOpts)
-		if err != nil {
-			return 0, err
-		}
-		defer s.close()
-		t0 := time.Now()
-		txn, err := s.Begin(false)
-		if err != nil {
-			return 0, err
-		}
-		db, err := txn.OpenDB("", 0)
-		var cur Cursor
-		if err == nil {
-			cur, err = txn.Cursor(db)
-		}
-		for i := 0; i < sz.N && err == nil; i++ {
-			if err = cur.Append(keys.At(i), vals.At(i)); err != nil {
-				err = fmt.Errorf("append %d: %w", i, err)
-			}
-		}
-		if cur != nil {
-			cur.Close()
-		}
-		if err != nil {
-			txn.Abort()
-			return 0, err
-		}
-		if err := txn.Commit(); err != nil {
-			return 0, err
-		}
-		el := time.Since(t0)
-		if err := verifyContents(s, "", sz.N, 13, key, sz.ValSize); err != nil {
-			return 0, err
-		}
-		return nsPer(el, sz.N), nil
 	}
 
 	// delRound loads all entries into a fresh environment (untimed), then
@@ -634,17 +601,10 @@ func runDropin(c *Config) (*Table, error) {
 				}
 			}
 		}
-		if cur != nil {
-			cur.Close()
-		}
+		el, err := endTimed(txn, cur, err, t0)
 		if err != nil {
-			txn.Abort()
 			return 0, err
 		}
-		if err := txn.Commit(); err != nil {
-			return 0, err
-		}
-		el := time.Since(t0)
 		rt, err := s.Begin(true)
 		if err != nil {
 			return 0, err
@@ -669,9 +629,9 @@ func runDropin(c *Config) (*Table, error) {
 	}
 	kv := fmt.Sprintf("%s × (16 B key, %d B value)", Comma(sz.N), sz.ValSize)
 	rows := []workload{
-		{"sequential put, 1 txn + commit (NOSYNC)", kv, "ns/put", func(e Engine, _, _ int) (float64, error) { return putRound(e, seqOrder) }, 0},
-		{"sequential load, Cursor.Put(Append), 1 txn + commit (NOSYNC)", kv, "ns/put", func(e Engine, _, _ int) (float64, error) { return appendRound(e) }, 0},
-		{"random put, 1 txn + commit (NOSYNC)", kv, "ns/put", func(e Engine, _, _ int) (float64, error) { return putRound(e, randOrder) }, 0},
+		{"sequential put, 1 txn + commit (NOSYNC)", kv, "ns/put", func(e Engine, _, _ int) (float64, error) { return putRound(e, seqOrder, false) }, 0},
+		{"sequential load, Cursor.Put(Append), 1 txn + commit (NOSYNC)", kv, "ns/put", func(e Engine, _, _ int) (float64, error) { return putRound(e, seqOrder, true) }, 0},
+		{"random put, 1 txn + commit (NOSYNC)", kv, "ns/put", func(e Engine, _, _ int) (float64, error) { return putRound(e, randOrder, false) }, 0},
 		{"random delete of ½ the keys, 1 txn + commit (NOSYNC)", kv, "ns/del", func(e Engine, _, _ int) (float64, error) { return delRound(e) }, 0},
 		{"random get (copying)", fmt.Sprintf("%s gets of %s", Comma(sz.Gets), Comma(sz.N)), "ns/get", func(_ Engine, side, _ int) (float64, error) { return getRound(side, false) }, 0},
 		{"random get (RawRead)", fmt.Sprintf("%s gets of %s", Comma(sz.Gets), Comma(sz.N)), "ns/get", func(_ Engine, side, _ int) (float64, error) { return getRound(side, true) }, 0},

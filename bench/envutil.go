@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 )
 
 // scratchEnv is an environment in its own temporary directory.
@@ -111,4 +112,21 @@ func verifyContents(env Env, name string, n, stride int, key func(i int) []byte,
 		return fmt.Errorf("verify: key %d past the end: err=%v, want not found", n, err)
 	}
 	return nil
+}
+
+// endTimed ends a timed write txn: it closes cur (if not nil), aborts the
+// txn when err is set and commits it otherwise, and returns the time since
+// t0 (the commit included).
+func endTimed(txn Txn, cur Cursor, err error, t0 time.Time) (time.Duration, error) {
+	if cur != nil {
+		cur.Close()
+	}
+	if err != nil {
+		txn.Abort()
+		return 0, err
+	}
+	if err := txn.Commit(); err != nil {
+		return 0, err
+	}
+	return time.Since(t0), nil
 }

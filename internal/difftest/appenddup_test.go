@@ -72,15 +72,11 @@ func TestAppendDupPagesLikeStock(t *testing.T) {
 // refused APPENDDUPs along the way and the data read back; it returns the
 // last page in use and the DBI's stat.
 func appendDupLoad(t *testing.T, eng engine, dir string, dbFlags, put uint, keys, dups int, val func(int) []byte) (uint64, tStat, error) {
-	env, err := eng.openEnv(dir, envOpts{mapSize: 256 << 20, maxDBs: 2, flags: fNoSync})
+	env, txn, err := loadEnv(eng, dir)
 	if err != nil {
 		return 0, tStat{}, err
 	}
 	defer env.close()
-	txn, err := env.begin(nil, 0)
-	if err != nil {
-		return 0, tStat{}, err
-	}
 	dbi, err := txn.openDBI("dups", dbFlags|fCreate)
 	var cur tCursor
 	if err == nil {
@@ -212,15 +208,11 @@ func TestAppendDupRunInterrupted(t *testing.T) {
 // appendDupScript runs TestAppendDupRunInterrupted's sequence on eng and
 // returns its answers, a dump of the DB after the commit and the last page.
 func appendDupScript(eng engine, dir string, flags uint) ([]string, string, uint64, error) {
-	env, err := eng.openEnv(dir, envOpts{mapSize: 256 << 20, maxDBs: 2, flags: fNoSync})
+	env, txn, err := loadEnv(eng, dir)
 	if err != nil {
 		return nil, "", 0, err
 	}
 	defer env.close()
-	txn, err := env.begin(nil, 0)
-	if err != nil {
-		return nil, "", 0, err
-	}
 	defer func() {
 		if txn != nil {
 			txn.abort()
@@ -361,17 +353,8 @@ func appendDupScript(eng engine, dir string, flags uint) ([]string, string, uint
 		return nil, "", 0, err
 	}
 	txn = nil
-	kv, st, err := dumpDB(eng, env, dbi)
-	if err != nil {
-		return nil, "", 0, err
-	}
-	var dump strings.Builder
-	for _, p := range kv {
-		fmt.Fprintf(&dump, "%s=%x\n", p.k, p.v)
-	}
-	fmt.Fprintf(&dump, "entries %d\n", st.items)
-	last, err := env.lastPgno()
-	return log, dump.String(), last, err
+	dump, last, err := dumpText(eng, env, dbi)
+	return log, dump, last, err
 }
 
 // TestAppendRunLikeStock: MDB_APPEND puts through one cursor into a plain
@@ -386,15 +369,11 @@ func TestAppendRunLikeStock(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	run := func(eng engine) ([]string, string, uint64, error) {
-		env, err := eng.openEnv(t.TempDir(), envOpts{mapSize: 256 << 20, maxDBs: 2, flags: fNoSync})
+		env, txn, err := loadEnv(eng, t.TempDir())
 		if err != nil {
 			return nil, "", 0, err
 		}
 		defer env.close()
-		txn, err := env.begin(nil, 0)
-		if err != nil {
-			return nil, "", 0, err
-		}
 		dbi, err := txn.openDBI("plain", fCreate)
 		var a, b tCursor
 		if err == nil {
@@ -458,17 +437,8 @@ func TestAppendRunLikeStock(t *testing.T) {
 		if err := txn.commit(); err != nil {
 			return nil, "", 0, err
 		}
-		kv, st, err := dumpDB(eng, env, dbi)
-		if err != nil {
-			return nil, "", 0, err
-		}
-		var dump strings.Builder
-		for _, p := range kv {
-			fmt.Fprintf(&dump, "%s=%x\n", p.k, p.v)
-		}
-		fmt.Fprintf(&dump, "%v\n", st)
-		last, err := env.lastPgno()
-		return log, dump.String(), last, err
+		dump, last, err := dumpText(eng, env, dbi)
+		return log, dump, last, err
 	}
 	want, wantDump, wantLast, err := run(stockEngine{})
 	if err != nil {
@@ -485,4 +455,35 @@ func TestAppendRunLikeStock(t *testing.T) {
 		t.Fatalf("after the commit: %s has %d bytes of dump and last page %d, stock %d and %d", subject.name(), len(dump), last, len(wantDump), wantLast)
 	}
 	t.Logf("%d answers alike, last page %d", len(got), last)
+}
+
+// loadEnv opens a fresh environment at dir for these tests (NOSYNC, two
+// named DBs) and begins a write txn in it.
+func loadEnv(eng engine, dir string) (tEnv, tTxn, error) {
+	env, err := eng.openEnv(dir, envOpts{mapSize: 256 << 20, maxDBs: 2, flags: fNoSync})
+	if err != nil {
+		return nil, nil, err
+	}
+	txn, err := env.begin(nil, 0)
+	if err != nil {
+		env.close()
+		return nil, nil, err
+	}
+	return env, txn, nil
+}
+
+// dumpText is the committed contents of dbi as text (every pair, then the
+// stat) and the data file's last page.
+func dumpText(eng engine, env tEnv, dbi uint32) (string, uint64, error) {
+	kv, st, err := dumpDB(eng, env, dbi)
+	if err != nil {
+		return "", 0, err
+	}
+	var dump strings.Builder
+	for _, p := range kv {
+		fmt.Fprintf(&dump, "%s=%x\n", p.k, p.v)
+	}
+	fmt.Fprintf(&dump, "%v\n", st)
+	last, err := env.lastPgno()
+	return dump.String(), last, err
 }
