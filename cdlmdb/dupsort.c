@@ -874,14 +874,8 @@ static int xc_on_last(MDB_cursor *mc, const dl_node *n)
 {
 	dl_xcur *x = mc->c_sub;
 	MDB_cursor *xc = &x->x_c;
-	if ((xc->c_flags & (DL_C_INIT | DL_C_SAVED | DL_C_DEL)) != DL_C_INIT || xc->c_inline ||
-	    xc->c_owner != mc || xc->c_gen != mc->c_txn->t_gen || !xc->c_depth ||
-	    dl_node_dsize(n) != sizeof(dl_dbrec) || memcmp(dl_node_data(n), &x->x_db, sizeof(dl_dbrec)))
-		return 0;
-	for (unsigned l = 0; l <= xc->c_top; l++)
-		if (xc->c_ki[l] + 1u != dl_pg_nkeys(xc->c_pg[l]))
-			return 0;
-	return 1;
+	return xc->c_owner == mc && xc->c_gen == mc->c_txn->t_gen && dl_node_dsize(n) == sizeof(dl_dbrec) &&
+		!memcmp(dl_node_data(n), &x->x_db, sizeof(dl_dbrec)) && dlmdb_cur_on_last(xc);
 }
 
 /* Room for every value a sub-page can hold (at least one byte each in a

@@ -1085,6 +1085,20 @@ static inline uint64_t dl_key_u64(const void *p, int order)
 DL_HIDDEN int dlmdb_page_get(MDB_txn *txn, pgno_t pg, dl_page **out);
 DL_HIDDEN int dlmdb_txn_usable(MDB_txn *txn, int write);
 DL_HIDDEN void dlmdb_txn_cursors_save(MDB_txn *txn, MDB_cursor *except);
+/* Whether mc's stack is current (positioned, not saved for a re-seek, not
+ * on a deleted item: what dlmdb_search_key trusts) and ends on its tree's
+ * last item, every level at its last entry (a run of appends through mc
+ * finds it there and needs no descent). */
+static inline int dlmdb_cur_on_last(const MDB_cursor *mc)
+{
+	if ((mc->c_flags & (DL_C_INIT | DL_C_SAVED | DL_C_DEL)) != DL_C_INIT || !mc->c_depth || mc->c_inline)
+		return 0;
+	for (unsigned l = 0; l <= mc->c_top; l++)
+		if (mc->c_ki[l] + 1u != dl_pg_nkeys(mc->c_pg[l]))
+			return 0;
+	return 1;
+}
+
 /* A tree of txn changed: its other cursors (all but except and except's
  * owner) save their position, and t_gen moves on.  Inline: most txns have
  * no open cursor to save. */

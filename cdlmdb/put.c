@@ -95,19 +95,6 @@ static int overflow_drop(MDB_cursor *mc, dl_node *n)
 	return dlmdb_page_free(txn, dl_node_bigpg(n), np);
 }
 
-/* Whether mc's stack is current (positioned, not saved for a re-seek,
- * not on a deleted item: see dlmdb_search_key) and ends on the tree's
- * last item: every level at its last entry. */
-static int on_last_item(const MDB_cursor *mc)
-{
-	if ((mc->c_flags & (DL_C_INIT | DL_C_SAVED | DL_C_DEL)) != DL_C_INIT || !mc->c_depth || mc->c_inline)
-		return 0;
-	for (unsigned l = 0; l <= mc->c_top; l++)
-		if (mc->c_ki[l] + 1u != dl_pg_nkeys(mc->c_pg[l]))
-			return 0;
-	return 1;
-}
-
 int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 {
 	MDB_txn *txn = mc->c_txn;
@@ -144,7 +131,7 @@ int dlmdb_tree_put(MDB_cursor *mc, MDB_val *key, MDB_val *data, unsigned flags)
 	} else if (flags & MDB_APPEND) {
 		/* a run of appends: the cursor already stands on the last
 		 * item, where its previous append left it */
-		rc = on_last_item(mc) ? 0 : dlmdb_search_root(mc, NULL, DL_SEARCH_LAST);
+		rc = dlmdb_cur_on_last(mc) ? 0 : dlmdb_search_root(mc, NULL, DL_SEARCH_LAST);
 		if (rc == MDB_NOTFOUND) {
 			empty = 1;
 		} else if (rc) {

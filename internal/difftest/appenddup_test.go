@@ -53,7 +53,7 @@ func TestAppendDupPagesLikeStock(t *testing.T) {
 		var pages [2]uint64
 		var stats [2]tStat
 		for side, eng := range []engine{subject, stockEngine{}} {
-			last, st, err := appendDupLoad(t, eng, t.TempDir(), c.flags, c.put, keys, dups,
+			last, st, err := appendDupLoad(eng, t.TempDir(), c.flags, c.put, keys, dups,
 				func(x int) []byte { return val(c, x) })
 			if err != nil {
 				t.Fatalf("%s: %s: %v", name, eng.name(), err)
@@ -71,7 +71,7 @@ func TestAppendDupPagesLikeStock(t *testing.T) {
 // fresh environment at dir with cursor puts of flags put, checking the
 // refused APPENDDUPs along the way and the data read back; it returns the
 // last page in use and the DBI's stat.
-func appendDupLoad(t *testing.T, eng engine, dir string, dbFlags, put uint, keys, dups int, val func(int) []byte) (uint64, tStat, error) {
+func appendDupLoad(eng engine, dir string, dbFlags, put uint, keys, dups int, val func(int) []byte) (uint64, tStat, error) {
 	env, txn, err := loadEnv(eng, dir)
 	if err != nil {
 		return 0, tStat{}, err
